@@ -1,0 +1,5 @@
+"""``python -m engdiag``."""
+
+from engdiag.cli import main
+
+main()

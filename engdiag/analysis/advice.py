@@ -1,0 +1,170 @@
+"""What ruled the other verdicts out, and what to do next, for each verdict.
+
+The advice names vLLM's real knobs (see docs/timeouts.md for their version
+ranges) and engdiag's own commands with the pids and files of this incident.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from engdiag.analysis.facts import KV_HIGH_PCT, Facts, stalled
+from engdiag.analysis.verdict import Kind, MemoryKind, Step
+from engdiag.logs.events import Event, Signal, Timeout
+
+
+def _files(facts: Facts) -> str:
+    names = [s.name for s in facts.t.sources][:4]
+    return " ".join(shlex.quote(name) for name in names) or "LOG"
+
+
+def _snapshot_step(facts: Facts, when: str) -> Step:
+    pids = facts.engine_pids()
+    target = pids[0] if pids else "PID"
+    return Step(
+        f"capture live stacks {when} (EngineCore or API-server pid; the pid in the log if it still runs)",
+        f"engdiag snapshot {target}",
+    )
+
+
+def _timeout_knob(facts: Facts, root: Event | None) -> Step | None:
+    if root is None:
+        return None
+    files = _files(facts)
+    if root.signal is Signal.ENGINE_READY_TIMEOUT or (
+        root.signal is Signal.PROCESS_EXCEPTION and not facts.served_before(root)
+    ):
+        return Step(
+            "give start-up more time (0.14+; 0.9.1–0.13 have a fixed 600 s), sized from the observed phases",
+            f"engdiag recommend-timeout --log {files}",
+        )
+    if root.signal is Signal.ITERATION_TIMEOUT:
+        return Step(
+            "raise V0's per-step limit (default 60 s) to cover the longest step, and size it from the data",
+            f"engdiag recommend-timeout --log {files}   # sets VLLM_ENGINE_ITERATION_TIMEOUT_S",
+        )
+    if root.signal is Signal.HEARTBEAT_LOST:
+        return Step(
+            "V0 0.6.2–0.6.3 kill the engine when one step exceeds 3×VLLM_RPC_TIMEOUT; raise it or upgrade",
+            "export VLLM_RPC_TIMEOUT=100000",
+        )
+    if root.signal in (Signal.RPC_TIMEOUT, Signal.COMPILE, Signal.SCHEDULED_TOKENS, Signal.ENGINE_FATAL):
+        call = root.data.call if isinstance(root.data, Timeout) else None
+        if call and call in {"RPCServer", "MQLLMEngine", "Server"}:
+            return Step("raise the V0 RPC timeout (milliseconds)", "export VLLM_RPC_TIMEOUT=60000")
+        return Step(
+            "raise the per-step limit so a slow step is not declared dead (0.9.2+, default 300 s)",
+            f"engdiag recommend-timeout --log {files}   # sets VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS",
+        )
+    return None
+
+
+def next_steps(facts: Facts, kind: Kind, sub_kind: MemoryKind | None, root: Event | None) -> list[Step]:
+    """Concrete next steps for this verdict, most useful first."""
+    files = _files(facts)
+    steps: list[Step] = []
+    if kind is Kind.SLOW:
+        knob = _timeout_knob(facts, root)
+        if knob is not None:
+            steps.append(knob)
+        if facts.t.of(Signal.COMPILE):
+            steps.append(
+                Step(
+                    "warm up the shapes production uses, or keep the compile cache between restarts, "
+                    "so compilation happens before serving",
+                    "--enforce-eager   # only to confirm that compilation is the cost",
+                )
+            )
+        steps.append(_snapshot_step(facts, "if it stalls again, before the timeout fires, to confirm it computes"))
+    elif kind is Kind.DEADLOCKED:
+        steps.append(_snapshot_step(facts, "while it hangs"))
+        steps.append(
+            Step(
+                "keep the hang alive long enough to capture it (temporarily)",
+                "export VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS=1800",
+            )
+        )
+        steps.append(
+            Step(
+                "record collectives so the next hang names the rank that diverged",
+                "export NCCL_DEBUG=INFO TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1",
+            )
+        )
+        steps.append(Step("rule out CUDA graphs interfering with NCCL", "--enforce-eager"))
+        steps.append(
+            Step(
+                "as a diagnosis step only: if this removes the hang, check IOMMU/ACS and P2P topology",
+                "export NCCL_P2P_DISABLE=1",
+            )
+        )
+    elif kind is Kind.FRAGMENTED:
+        steps.extend(_memory_steps(facts, sub_kind))
+    elif kind is Kind.CRASHED:
+        steps.append(Step("find the kernel that faulted (slow; for a reproduction only)", "export CUDA_LAUNCH_BLOCKING=1"))
+        steps.append(Step("check the kernel log for GPU faults (Xid)", "sudo dmesg -T | grep -i xid"))
+        if any("custom_all_reduce" in e.text for e in facts.events):
+            steps.append(Step("rule out vLLM's custom all-reduce kernel", "--disable-custom-all-reduce"))
+    elif kind is Kind.UNKNOWN:
+        steps.append(_snapshot_step(facts, "if the server is still up"))
+        steps.append(Step("analyse the full log from launch, every process and rank", f"engdiag analyze {files} OTHER_RANK_LOGS"))
+    if kind in (Kind.SLOW, Kind.HEALTHY) and facts.t.prompt_lengths.count:
+        steps.append(Step("size every timeout from this traffic", f"engdiag recommend-timeout --log {files}"))
+    return steps
+
+
+def _memory_steps(facts: Facts, sub_kind: MemoryKind | None) -> list[Step]:
+    if sub_kind is MemoryKind.FRAGMENTATION:
+        return [
+            Step(
+                "let the allocator grow segments instead of splitting them (not with sleep mode or KV connectors)",
+                "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+            ),
+            Step("bound the largest activation", "--max-num-batched-tokens 4096"),
+        ]
+    if sub_kind is MemoryKind.KV_PRESSURE:
+        return [
+            Step("give the KV cache more memory, or more GPUs", "--gpu-memory-utilization 0.95   # or a larger --tensor-parallel-size"),
+            Step("admit fewer concurrent sequences", "--max-num-seqs 128"),
+            Step("cap the context if long prompts dominate", "--max-model-len 32768"),
+        ]
+    faults = facts.t.of(Signal.CUDA_OOM, Signal.KV_CACHE_INSUFFICIENT)
+    if faults and facts.phase_at(faults[0]) == "start-up" or facts.t.counts.get(Signal.KV_CACHE_INSUFFICIENT):
+        return [
+            Step("leave more memory for warm-up (sampler, CUDA graphs)", "--max-num-seqs 256   # and/or --gpu-memory-utilization 0.85"),
+            Step("shorten the context or add GPUs if the KV cache cannot fit", "--max-model-len 16384   # or --tensor-parallel-size 2"),
+        ]
+    return [
+        Step("leave more headroom for activations", "--gpu-memory-utilization 0.85"),
+        Step("bound the largest step", "--max-num-batched-tokens 4096   # or --max-num-seqs 128"),
+    ]
+
+
+def ruled_out(facts: Facts, kind: Kind, sub_kind: MemoryKind | None) -> list[str]:
+    """One sentence per other verdict saying why it does not fit."""
+    t = facts.t
+    reasons: list[str] = []
+    if kind is not Kind.FRAGMENTED and not t.counts.get(Signal.CUDA_OOM):
+        peak = facts.kv_peak
+        if peak is None or peak < KV_HIGH_PCT:
+            kv = f"KV cache usage peaked at {peak:.1f}%" if peak is not None else "no KV usage figures"
+            preempt = "some preemptions" if t.counts.get(Signal.PREEMPTION) else "no preemptions"
+            reasons.append(f"not memory: no CUDA out-of-memory error, {kv}, {preempt}")
+    if kind is not Kind.CRASHED and not t.counts.get(Signal.CUDA_ERROR) and not t.counts.get(Signal.FATAL_SIGNAL):
+        reasons.append("not a crash: no CUDA error, illegal memory access or fatal signal")
+    if kind is not Kind.DEADLOCKED:
+        if not t.counts.get(Signal.NCCL_WATCHDOG_TIMEOUT):
+            stalls = sum(1 for _, s in facts.stats if stalled(s))
+            core = len(facts.shm_stalls(workers=False))
+            reasons.append(
+                "not a deadlock: no NCCL watchdog timeout"
+                + (f", {core} shared-memory wait(s) from the engine core" if core else ", no engine-core shared-memory waits")
+                + (f", {stalls} stalled stats interval(s)" if stalls else "")
+            )
+    if kind is not Kind.SLOW and kind in (Kind.DEADLOCKED, Kind.CRASHED):
+        dump = facts.last_crash_dump
+        compiles = t.counts.get(Signal.COMPILE, 0)
+        if dump is not None:
+            reasons.append(f"not slow: the last scheduled step held {dump.total} tokens")
+        elif not compiles:
+            reasons.append("not slow: no compilation, start-up work or long step before the failure")
+    return reasons

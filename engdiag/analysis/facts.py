@@ -1,0 +1,166 @@
+"""Questions about a timeline that several verdict rules ask, answered once.
+
+Kept apart from the rules so that each rule reads like the domain fact it
+encodes ("an execute_model timeout on a decode step cannot be slowness") rather
+than like list processing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+from engdiag.analysis.timeline import Timeline
+from engdiag.logs.events import (
+    CudaOom,
+    Event,
+    Failure,
+    Progress,
+    ScheduledTokens,
+    Signal,
+    Stats,
+)
+from engdiag.roles import Role
+
+STARTUP_WORK = frozenset({Signal.STARTUP_PHASE, Signal.COMPILE, Signal.MEMORY})
+_STARTUP_BARS = ("checkpoint shards", "Capturing CUDA graph")
+KV_HIGH_PCT = 90.0
+DECODE_STEP_TOKENS = 512
+"""A scheduled batch this small with no new prompt is decode work: seconds at most."""
+HUGE_STEP_TOKENS = 32_768
+
+
+def is_startup_work(event: Event) -> bool:
+    """Weight loading, profiling, compilation or CUDA-graph capture."""
+    if event.signal in STARTUP_WORK:
+        return True
+    return isinstance(event.data, Progress) and any(b in event.data.bar for b in _STARTUP_BARS)
+
+
+def stalled(stats: Stats) -> bool:
+    """A stats interval with requests running and not one token produced."""
+    return stats.running > 0 and stats.prompt_tps == 0 and stats.generation_tps == 0
+
+
+@dataclass
+class Facts:
+    """A timeline plus derived answers."""
+
+    t: Timeline
+
+    @cached_property
+    def events(self) -> list[Event]:
+        return list(self.t.events)
+
+    @cached_property
+    def position(self) -> dict[int, int]:
+        return {id(event): i for i, event in enumerate(self.events)}
+
+    def at(self, event: Event) -> int:
+        """Position of a kept event in time order."""
+        return self.position[id(event)]
+
+    def before(self, event: Event) -> list[Event]:
+        """Kept events earlier in time than ``event``."""
+        return self.events[: self.position[id(event)]]
+
+    def after(self, event: Event) -> list[Event]:
+        """Kept events later in time than ``event``."""
+        return self.events[self.position[id(event)] + 1 :]
+
+    def served_before(self, event: Event) -> bool:
+        """Had the engine started serving before this event?"""
+        serving = {
+            Signal.STATS,
+            Signal.ITERATION,
+            Signal.REQUEST_RECEIVED,
+            Signal.REQUEST_ADDED,
+            Signal.REQUEST_FINISHED,
+            Signal.RESPONSE_GENERATED,
+            Signal.SERVER_READY,
+        }
+        for earlier in self.before(event):
+            if earlier.signal in serving:
+                return True
+            if isinstance(earlier.data, Progress) and earlier.data.bar.startswith(
+                ("Processed prompts", "Adding requests")
+            ):
+                return True
+        return False
+
+    def phase_at(self, event: Event) -> str | None:
+        """``serving``, ``start-up`` or None when the log does not say."""
+        if self.served_before(event):
+            return "serving"
+        if self.startup_work_before(event):
+            return "start-up"
+        for later in self.after(event):
+            failure = later.data
+            if later.signal is Signal.ENGINE_READY_TIMEOUT or (
+                later.signal is Signal.ENGINE_FATAL and isinstance(failure, Failure) and failure.name == "start-up"
+            ):
+                return "start-up"
+        return None
+
+    def startup_work_before(self, event: Event) -> list[Event]:
+        """Start-up work seen before ``event`` (and after serving began, none counts)."""
+        return [e for e in self.before(event) if is_startup_work(e)]
+
+    @cached_property
+    def multi_rank(self) -> bool:
+        """Does the log show more than one GPU rank working together?"""
+        config = self.t.config
+        sizes = [config.tp, config.pp, config.dp, config.nranks]
+        if any(size is not None and size > 1 for size in sizes):
+            return True
+        ranks = {e.proc.name for e in self.events if e.proc is not None and e.proc.role is Role.WORKER}
+        return len(ranks) > 1
+
+    def shm_stalls(self, *, workers: bool) -> list[Event]:
+        """Shared-memory waits logged by workers (``workers=True``) or by anyone else."""
+        found = self.t.of(Signal.SHM_STALL)
+        return [
+            e
+            for e in found
+            if (e.proc is not None and e.proc.role is Role.WORKER) == workers
+        ]
+
+    @cached_property
+    def stats(self) -> list[tuple[Event, Stats]]:
+        return self.t.stats
+
+    def trailing_stalled_stats(self) -> list[Event]:
+        """The run of stalled stats intervals at the end of the stats series."""
+        run: list[Event] = []
+        for event, stats in reversed(self.stats):
+            if not stalled(stats):
+                break
+            run.append(event)
+        return list(reversed(run))
+
+    @cached_property
+    def kv_peak(self) -> float | None:
+        values = [s.gpu_kv_pct for _, s in self.stats if s.gpu_kv_pct is not None]
+        return max(values) if values else None
+
+    @cached_property
+    def last_crash_dump(self) -> ScheduledTokens | None:
+        event = self.t.last_of(Signal.SCHEDULED_TOKENS)
+        return event.data if event is not None and isinstance(event.data, ScheduledTokens) else None
+
+    def exception_of(self, event: Event) -> str | None:
+        """The exception text a fatal event carries."""
+        return event.data.exception if isinstance(event.data, Failure) else None
+
+    @staticmethod
+    def oom(event: Event) -> CudaOom:
+        return event.data if isinstance(event.data, CudaOom) else CudaOom()
+
+    def engine_pids(self) -> list[str]:
+        """``name pid=N`` of the engine-core (or API-server) processes the log names."""
+        procs = [row.proc for row in self.t.proc_last if row.proc.pid is not None]
+        for role in (Role.ENGINE_CORE, Role.API_SERVER):
+            chosen = [p for p in procs if p.role is role]
+            if chosen:
+                return [f"{p.pid}" for p in chosen]
+        return []

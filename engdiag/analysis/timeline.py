@@ -1,0 +1,328 @@
+"""Events → a timeline: what happened when, in bounded memory.
+
+Events arrive input by input, not in time order, so the builder keeps bounded
+per-input lists and sorts only at the end.  High-volume signals (requests,
+prompt lengths) are counted, not kept.  The result answers the classifier's
+questions: when did the engine last make progress, what was the first anomaly,
+what was fatal, and who went silent first.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, deque
+from dataclasses import dataclass, field
+
+from engdiag.logs.events import (
+    Event,
+    ParallelConfig,
+    Proc,
+    Progress,
+    PromptLength,
+    Signal,
+    Stamp,
+    Stats,
+    Version,
+)
+from engdiag.logs.scan import Seen, SourceSummary
+
+PROGRESS = frozenset(
+    {
+        Signal.ITERATION,
+        Signal.REQUEST_FINISHED,
+        Signal.RESPONSE_GENERATED,
+        Signal.STARTUP_PHASE,
+        Signal.COMPILE,
+        Signal.SERVER_READY,
+        Signal.MEMORY,
+    }
+)
+"""Signals that prove the engine did work (stats and bars count when they move)."""
+
+ANOMALIES = frozenset(
+    {
+        Signal.SHM_STALL,
+        Signal.ITERATION_TIMEOUT,
+        Signal.HEARTBEAT_LOST,
+        Signal.RPC_TIMEOUT,
+        Signal.ENGINE_READY_TIMEOUT,
+        Signal.ENGINE_FATAL,
+        Signal.ENGINE_DEAD,
+        Signal.WORKER_EXCEPTION,
+        Signal.WORKER_DIED,
+        Signal.PROCESS_EXCEPTION,
+        Signal.NCCL_WATCHDOG_TIMEOUT,
+        Signal.NCCL_WORK_STATUS,
+        Signal.NCCL_ABORT,
+        Signal.CUDA_OOM,
+        Signal.KV_CACHE_INSUFFICIENT,
+        Signal.CUDA_ERROR,
+        Signal.FATAL_SIGNAL,
+        Signal.PREEMPTION,
+        Signal.HTTP_ERROR,
+        Signal.REQUEST_FAILED,
+        Signal.STACK_DUMP,
+    }
+)
+FATAL = frozenset(
+    {
+        Signal.ITERATION_TIMEOUT,
+        Signal.HEARTBEAT_LOST,
+        Signal.RPC_TIMEOUT,
+        Signal.ENGINE_READY_TIMEOUT,
+        Signal.ENGINE_FATAL,
+        Signal.ENGINE_DEAD,
+        Signal.WORKER_DIED,
+        Signal.PROCESS_EXCEPTION,
+        Signal.NCCL_WATCHDOG_TIMEOUT,
+        Signal.FATAL_SIGNAL,
+        Signal.CUDA_OOM,
+        Signal.CUDA_ERROR,
+        Signal.KV_CACHE_INSUFFICIENT,
+    }
+)
+"""Signals after which the engine does not come back by itself."""
+
+SERVING = frozenset(
+    {
+        Signal.STATS,
+        Signal.ITERATION,
+        Signal.REQUEST_RECEIVED,
+        Signal.REQUEST_ADDED,
+        Signal.REQUEST_FINISHED,
+        Signal.RESPONSE_GENERATED,
+        Signal.SERVER_READY,
+    }
+)
+"""Signals that only appear once the engine serves."""
+
+_KEEP_FIRST = 64
+_KEEP_LAST = 512
+_KEEP_LAST_REQUESTS = 16
+_HIGH_VOLUME = frozenset(
+    {
+        Signal.REQUEST_RECEIVED,
+        Signal.REQUEST_ADDED,
+        Signal.REQUEST_FINISHED,
+        Signal.REQUEST_ABORTED,
+        Signal.RESPONSE_GENERATED,
+        Signal.PROMPT_LENGTH,
+        Signal.PREFIX_CACHE,
+        Signal.ITERATION,
+    }
+)
+
+
+def order_key(event: Event, source_index: dict[str, int]) -> tuple[int, int, int]:
+    """Sort key: time (untimed first), then input order, then line."""
+    time = event.stamp.key if event.stamp is not None else -1
+    return (time, source_index.get(event.source, 0), event.line)
+
+
+def is_progress(event: Event) -> bool:
+    """Does this event show the engine doing work?"""
+    data = event.data
+    if event.signal is Signal.STATS and isinstance(data, Stats):
+        return data.prompt_tps > 0 or data.generation_tps > 0
+    if event.signal is Signal.PROGRESS_BAR and isinstance(data, Progress):
+        return data.done > 0
+    return event.signal in PROGRESS
+
+
+@dataclass(slots=True)
+class _Kept:
+    """The first and last events of one signal in one input."""
+
+    first: list[Event] = field(default_factory=list)
+    last: deque[Event] = field(default_factory=lambda: deque(maxlen=_KEEP_LAST))
+    count: int = 0
+
+    def add(self, event: Event, keep_first: int, keep_last: int) -> None:
+        self.count += 1
+        if len(self.first) < keep_first:
+            self.first.append(event)
+        elif keep_last:
+            if self.last.maxlen != keep_last:
+                self.last = deque(self.last, maxlen=keep_last)
+            self.last.append(event)
+
+    def events(self) -> list[Event]:
+        return self.first + list(self.last)
+
+
+@dataclass(frozen=True, slots=True)
+class PromptStats:
+    """Prompt-length distribution in tokens (exact; lengths are counted, not stored)."""
+
+    count: int
+    p50: int | None
+    p95: int | None
+    p99: int | None
+    max: int | None
+    lower_bound: bool
+    """Some lengths were truncated in the log (``--max-log-len``): true sizes are larger."""
+    origins: dict[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class ProcLast:
+    """Where a process last wrote."""
+
+    proc: Proc
+    source: str
+    line: int
+    stamp: Stamp | None
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """Everything the classifier and the renderers need, sorted by time."""
+
+    sources: tuple[SourceSummary, ...]
+    events: tuple[Event, ...]
+    """Kept events (bounded per signal and input), in time order."""
+    counts: dict[Signal, int]
+    prompt_lengths: PromptStats
+    prompt_histogram: dict[int, int]
+    version: Version | None
+    config: ParallelConfig
+    proc_last: tuple[ProcLast, ...]
+    """Each process's last line, the one that went silent first first."""
+    first_stamp: Stamp | None
+    last_stamp: Stamp | None
+
+    def of(self, *signals: Signal) -> list[Event]:
+        """Kept events of these signals, in time order."""
+        wanted = set(signals)
+        return [event for event in self.events if event.signal in wanted]
+
+    def first_of(self, *signals: Signal) -> Event | None:
+        found = self.of(*signals)
+        return found[0] if found else None
+
+    def last_of(self, *signals: Signal) -> Event | None:
+        found = self.of(*signals)
+        return found[-1] if found else None
+
+    @property
+    def stats(self) -> list[tuple[Event, Stats]]:
+        """Stats lines with their numbers, in time order."""
+        return [(e, e.data) for e in self.events if isinstance(e.data, Stats)]
+
+    @property
+    def last_progress(self) -> Event | None:
+        """The last event that shows the engine doing work."""
+        found = [event for event in self.events if is_progress(event)]
+        return found[-1] if found else None
+
+    @property
+    def serving_started(self) -> bool:
+        """Did the engine get as far as serving requests?"""
+        return any(self.counts.get(signal, 0) for signal in SERVING) or any(
+            isinstance(e.data, Progress) and e.data.bar.startswith(("Processed prompts", "Adding requests"))
+            for e in self.events
+        )
+
+    def seconds_between(self, earlier: Event | None, later: Event | None) -> int | None:
+        """Seconds from one event to another, when both have times."""
+        if earlier is None or later is None or earlier.stamp is None or later.stamp is None:
+            return None
+        return later.stamp.key - earlier.stamp.key
+
+
+class TimelineBuilder:
+    """Folds events from any number of inputs into a ``Timeline``."""
+
+    def __init__(self) -> None:
+        self._kept: dict[tuple[str, Signal], _Kept] = {}
+        self._counts: Counter[Signal] = Counter()
+        self._lengths: Counter[int] = Counter()
+        self._lower_bound = False
+        self._origins: Counter[str] = Counter()
+        self._version: Version | None = None
+        self._config: dict[str, object] = {}
+
+    def add(self, event: Event) -> None:
+        """Take one event."""
+        signal = event.signal
+        self._counts[signal] += 1
+        data = event.data
+        if isinstance(data, PromptLength):
+            self._lengths[data.tokens] += 1
+            self._lower_bound |= data.lower_bound
+            self._origins[data.origin] += 1
+        elif isinstance(data, Version):
+            if self._version is None or (self._version.engine is None and data.engine):
+                self._version = Version(data.version or (self._version and self._version.version), data.engine)
+        elif isinstance(data, ParallelConfig):
+            for name in ParallelConfig.__dataclass_fields__:
+                value = getattr(data, name)
+                if value is not None:
+                    self._config.setdefault(name, value)
+        kept = self._kept.setdefault((event.source, signal), _Kept())
+        if signal in _HIGH_VOLUME:
+            kept.add(event, 0, _KEEP_LAST_REQUESTS)
+        else:
+            kept.add(event, _KEEP_FIRST, _KEEP_LAST)
+
+    def build(self, sources: list[SourceSummary]) -> Timeline:
+        """Sort what was kept and summarise."""
+        index = {summary.name: summary.index for summary in sources}
+        events = [event for kept in self._kept.values() for event in kept.events()]
+        events.sort(key=lambda event: order_key(event, index))
+        stamps = [s.first for s in sources if s.first] + [s.last for s in sources if s.last]
+        return Timeline(
+            sources=tuple(sources),
+            events=tuple(events),
+            counts=dict(self._counts),
+            prompt_lengths=self._prompt_stats(),
+            prompt_histogram=dict(self._lengths),
+            version=self._version,
+            config=ParallelConfig(**self._config),  # type: ignore[arg-type]
+            proc_last=_proc_last(sources),
+            first_stamp=min(stamps, key=lambda s: s.key) if stamps else None,
+            last_stamp=max(stamps, key=lambda s: s.key) if stamps else None,
+        )
+
+    def _prompt_stats(self) -> PromptStats:
+        lengths = self._lengths
+        total = sum(lengths.values())
+        if not total:
+            return PromptStats(0, None, None, None, None, False, {})
+        ordered = sorted(lengths.items())
+
+        def quantile(q: float) -> int:
+            rank = max(1, math.ceil(q * total))
+            seen = 0
+            for value, count in ordered:
+                seen += count
+                if seen >= rank:
+                    return value
+            return ordered[-1][0]
+
+        return PromptStats(
+            count=total,
+            p50=quantile(0.50),
+            p95=quantile(0.95),
+            p99=quantile(0.99),
+            max=ordered[-1][0],
+            lower_bound=self._lower_bound,
+            origins=dict(self._origins),
+        )
+
+
+def _proc_last(sources: list[SourceSummary]) -> tuple[ProcLast, ...]:
+    last: dict[Proc, tuple[SourceSummary, Seen]] = {}
+    for summary in sources:
+        for proc, seen in summary.last_seen.items():
+            held = last.get(proc)
+            if held is None or _seen_key(seen, summary) > _seen_key(held[1], held[0]):
+                last[proc] = (summary, seen)
+    rows = [ProcLast(proc, s.name, seen.line, seen.stamp) for proc, (s, seen) in last.items()]
+    index = {s.name: s.index for s in sources}
+    rows.sort(key=lambda r: (r.stamp.key if r.stamp else -1, index.get(r.source, 0), r.line))
+    return tuple(rows)
+
+
+def _seen_key(seen: Seen, summary: SourceSummary) -> tuple[int, int, int]:
+    return (seen.stamp.key if seen.stamp else -1, summary.index, seen.line)

@@ -1,0 +1,51 @@
+"""The command line: a thin typer layer that registers the commands.
+
+Each command (``engdiag.commands.*``) parses its options, calls the library and
+picks a renderer; errors become exit codes in ``engdiag.commands.base.guard``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from engdiag import __version__
+from engdiag.commands import analyze
+from engdiag.commands.base import STATE
+
+app = typer.Typer(
+    name="engdiag",
+    help="Say why a vLLM engine died or hangs — slow, deadlocked or out of GPU memory — and what to set.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"engdiag {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks of internal errors.")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
+    ] = False,
+) -> None:
+    """engdiag: vLLM EngineCore incident diagnosis."""
+    STATE["debug"] = debug
+
+
+for _module in (analyze,):
+    app.command(name=_module.NAME, help=_module.HELP, no_args_is_help=_module.NO_ARGS_HELP)(_module.command)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

@@ -1,0 +1,90 @@
+"""``engdiag analyze LOGS...``: options in, verdict out."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
+
+from engdiag.analysis.analyze import Analysis, analyze
+from engdiag.analysis.verdict import Kind
+from engdiag.commands.base import guard, stderr_console, stdout_console, write_json
+from engdiag.errors import ExitCode
+from engdiag.render.analysis_doc import analysis_doc
+from engdiag.render.analysis_view import analysis_view
+from engdiag.render.jsonout import dumps
+
+NAME = "analyze"
+NO_ARGS_HELP = True
+HELP = (
+    "Read vLLM logs (files, directories, .gz, - for stdin) and say whether the engine was "
+    "slow, deadlocked, out of GPU memory or crashed, with the evidence and next steps."
+)
+FAIL_ON_CHOICES = [kind.value for kind in Kind] + ["any"]
+
+
+def _progress_bar() -> Progress | None:
+    console = stderr_console()
+    if not console.is_terminal:
+        return None
+    return Progress(
+        TextColumn("[bold]reading[/] {task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        console=console,
+        transient=True,
+    )
+
+
+def _run(paths: list[str], show_prompts: bool) -> Analysis:
+    bar = _progress_bar()
+    if bar is None:
+        return analyze(paths, show_prompts=show_prompts)
+    tasks: dict[str, int] = {}
+
+    def report(name: str, done: int, total: int | None) -> None:
+        if name not in tasks:
+            tasks[name] = bar.add_task(name, total=total)
+        bar.update(tasks[name], completed=done)
+
+    with bar:
+        return analyze(paths, show_prompts=show_prompts, progress=report)
+
+
+def command(
+    paths: Annotated[list[str], typer.Argument(help="Log files, directories or - for stdin.", metavar="LOGS...")],
+    json: Annotated[bool, typer.Option("--json", help="Print one JSON document (docs/json-schema.md).")] = False,
+    show_prompts: Annotated[
+        bool, typer.Option("--show-prompts", help="Show prompt and output text (redacted by default).")
+    ] = False,
+    fail_on: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--fail-on",
+            help=f"Exit 10 when the verdict is this kind (repeatable): {', '.join(FAIL_ON_CHOICES)}.",
+        ),
+    ] = None,
+) -> None:
+    """Analyse logs."""
+    with guard():
+        wanted = set(fail_on or [])
+        unknown = wanted - set(FAIL_ON_CHOICES)
+        if unknown:
+            raise typer.BadParameter(f"--fail-on takes {', '.join(FAIL_ON_CHOICES)}; got {', '.join(sorted(unknown))}")
+        result = _run(paths, show_prompts)
+        if json:
+            write_json(dumps(analysis_doc(result)))
+        else:
+            stdout_console().print(analysis_view(result))
+        if not result.found_vllm:
+            stderr_console().print(
+                "engdiag: no vLLM lines found in the input (verdict unknown)\n"
+                "  hint: pass the vLLM server's own log (stdout of `vllm serve`, kubectl logs, journald)",
+                markup=False,
+            )
+            raise typer.Exit(int(ExitCode.INPUT))
+        kind = result.verdict.kind.value
+        if kind in wanted or ("any" in wanted and kind != Kind.HEALTHY.value):
+            raise typer.Exit(int(ExitCode.FINDING))

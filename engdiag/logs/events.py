@@ -1,0 +1,321 @@
+"""Typed events read from vLLM logs: the vocabulary of ``analyze``.
+
+An ``Event`` is one signal found in one log record, remembering the file and
+line it came from, its time (vLLM prints no year, so a ``Stamp`` carries a
+year *offset* from the first year seen, never an invented year), the process
+that logged it, and a payload with the numbers the classifier needs.
+Event text is already redacted: prompts never reach this layer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from engdiag.roles import Ranks, Role, ranks_of, role_of
+
+_DAYS_BEFORE_MONTH = (0, 31, 60, 91, 121, 152, 182, 213, 244, 274, 305, 335)
+"""Days before each month in a leap year, so that Feb 29 is a valid date."""
+
+SECONDS_PER_DAY = 86_400
+SECONDS_PER_YEAR = 366 * SECONDS_PER_DAY
+
+
+class Signal(str, Enum):
+    """What an event says.  Grouped by the question it answers."""
+
+    # progress
+    STATS = "stats"
+    PREFIX_CACHE = "prefix_cache"
+    ITERATION = "iteration"
+    REQUEST_RECEIVED = "request_received"
+    REQUEST_ADDED = "request_added"
+    REQUEST_FINISHED = "request_finished"
+    REQUEST_ABORTED = "request_aborted"
+    REQUEST_FAILED = "request_failed"
+    RESPONSE_GENERATED = "response_generated"
+    PROGRESS_BAR = "progress_bar"
+    HTTP_ERROR = "http_error"
+    # prompt sizes
+    PROMPT_LENGTH = "prompt_length"
+    SCHEDULED_TOKENS = "scheduled_tokens"
+    # start-up
+    VERSION = "version"
+    PARALLEL_CONFIG = "parallel_config"
+    STARTUP_PHASE = "startup_phase"
+    SERVER_READY = "server_ready"
+    COMPILE = "compile"
+    # memory
+    MEMORY = "memory"
+    CUDA_OOM = "cuda_oom"
+    KV_CACHE_INSUFFICIENT = "kv_cache_insufficient"
+    PREEMPTION = "preemption"
+    # stalls, timeouts and fatals
+    SHM_STALL = "shm_stall"
+    ITERATION_TIMEOUT = "iteration_timeout"
+    HEARTBEAT_LOST = "heartbeat_lost"
+    RPC_TIMEOUT = "rpc_timeout"
+    ENGINE_READY_TIMEOUT = "engine_ready_timeout"
+    ENGINE_FATAL = "engine_fatal"
+    ENGINE_DEAD = "engine_dead"
+    WORKER_EXCEPTION = "worker_exception"
+    WORKER_DIED = "worker_died"
+    PROCESS_EXCEPTION = "process_exception"
+    NCCL_WATCHDOG_TIMEOUT = "nccl_watchdog_timeout"
+    NCCL_WORK_STATUS = "nccl_work_status"
+    NCCL_ABORT = "nccl_abort"
+    NCCL_INIT = "nccl_init"
+    CUDA_ERROR = "cuda_error"
+    FATAL_SIGNAL = "fatal_signal"
+    STACK_DUMP = "stack_dump"
+    SHUTDOWN = "shutdown"
+
+
+@dataclass(frozen=True, slots=True)
+class Stamp:
+    """A log time: month, day and second of day, plus a year offset (0 = first year seen)."""
+
+    month: int
+    day: int
+    second: int
+    year: int = 0
+
+    @property
+    def key(self) -> int:
+        """Seconds on one axis that orders stamps across a Dec→Jan rollover."""
+        return (
+            self.year * SECONDS_PER_YEAR
+            + (_DAYS_BEFORE_MONTH[self.month - 1] + self.day - 1) * SECONDS_PER_DAY
+            + self.second
+        )
+
+    @property
+    def text(self) -> str:
+        """The time as vLLM prints it: ``MM-DD HH:MM:SS``."""
+        hours, rest = divmod(self.second, 3600)
+        minutes, seconds = divmod(rest, 60)
+        return f"{self.month:02d}-{self.day:02d} {hours:02d}:{minutes:02d}:{seconds:02d}"
+
+
+@dataclass(frozen=True, slots=True)
+class Proc:
+    """The process that wrote a line, from its log tag (``(EngineCore_DP0 pid=7)``)."""
+
+    name: str
+    pid: int | None = None
+    host: str | None = None
+
+    @property
+    def role(self) -> Role:
+        """api_server, engine_core, worker or other."""
+        return role_of(self.name)
+
+    @property
+    def ranks(self) -> Ranks:
+        """Parallel indices the name carries."""
+        return ranks_of(self.name)
+
+    @property
+    def label(self) -> str:
+        """``name pid=N`` as printed in the log."""
+        return self.name if self.pid is None else f"{self.name} pid={self.pid}"
+
+
+# ---- payloads --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Stats:
+    """One periodic stats line (V0 ``metrics.py`` or V1 ``loggers.py``)."""
+
+    prompt_tps: float
+    generation_tps: float
+    running: int
+    waiting: int
+    swapped: int | None = None
+    gpu_kv_pct: float | None = None
+    cpu_kv_pct: float | None = None
+    prefix_hit_pct: float | None = None
+    preemptions: int | None = None
+    engine: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Iteration:
+    """A per-step line from ``--enable-logging-iteration-details``."""
+
+    context_requests: int
+    context_tokens: int
+    generation_requests: int
+    generation_tokens: int
+    elapsed_ms: float
+
+
+@dataclass(frozen=True, slots=True)
+class PromptLength:
+    """A prompt size in tokens; ``lower_bound`` when the log truncated the ids."""
+
+    tokens: int
+    lower_bound: bool
+    origin: str
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduledTokens:
+    """The last scheduled batch from vLLM's crash dump."""
+
+    total: int
+    new_requests: int
+    largest_new_prompt: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Version:
+    """The version banner: vLLM version and engine generation."""
+
+    version: str | None
+    engine: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ParallelConfig:
+    """Parallel sizes from the config dump or NCCL's communicator line."""
+
+    tp: int | None = None
+    pp: int | None = None
+    dp: int | None = None
+    nranks: int | None = None
+    model: str | None = None
+    chunked_prefill: bool | None = None
+    max_num_batched_tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Phase:
+    """A start-up step, with the time and memory it took where the line says."""
+
+    name: str
+    seconds: float | None = None
+    gib: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Memory:
+    """A start-up memory figure (``Available KV cache memory: 20.1 GiB``...)."""
+
+    name: str
+    value: float
+    unit: str
+
+
+@dataclass(frozen=True, slots=True)
+class CudaOom:
+    """PyTorch's CUDA OOM numbers, in bytes; None where the message omits one."""
+
+    tried: int | None = None
+    total: int | None = None
+    free: int | None = None
+    allocated: int | None = None
+    reserved_unallocated: int | None = None
+    private_pools: int | None = None
+    process_in_use: int | None = None
+    device: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Preemption:
+    """A V0 preemption warning (printed on the 1st, 51st, 101st... preemption)."""
+
+    cumulative: int | None
+    mode: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ShmStall:
+    """A shared-memory broadcast wait of one more warning interval."""
+
+    interval_s: int
+
+
+@dataclass(frozen=True, slots=True)
+class Timeout:
+    """A timeout or RPC failure: which call, and its limit where printed."""
+
+    call: str | None = None
+    limit_s: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NcclWork:
+    """A ProcessGroupNCCL watchdog report for one rank."""
+
+    rank: int | None
+    seq: int | None = None
+    op: str | None = None
+    timeout_ms: int | None = None
+    ran_ms: int | None = None
+    last_enqueued: int | None = None
+    last_completed: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """A tqdm bar: ``Loading safetensors checkpoint shards: 65% | 106/163``."""
+
+    bar: str
+    done: int
+    total: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class HttpStatus:
+    """A uvicorn access line with a server error status."""
+
+    method: str
+    path: str
+    status: int
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """A fatal record, with the exception its traceback ends in."""
+
+    exception: str | None = None
+    name: str | None = None
+    exit_code: int | None = None
+
+
+Payload = (
+    Stats
+    | Iteration
+    | PromptLength
+    | ScheduledTokens
+    | Version
+    | ParallelConfig
+    | Phase
+    | Memory
+    | CudaOom
+    | Preemption
+    | ShmStall
+    | Timeout
+    | NcclWork
+    | Progress
+    | HttpStatus
+    | Failure
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One signal from one log record."""
+
+    signal: Signal
+    source: str
+    line: int
+    stamp: Stamp | None
+    proc: Proc | None
+    level: str | None
+    text: str
+    data: Payload | None = None
+    inherited_time: bool = False
+    """True when the record had no time of its own and took the previous line's."""

@@ -1,0 +1,122 @@
+"""Record → events: run the rules whose literal the record contains.
+
+A record is *relevant* only if one of its kept pieces holds a rule literal on its
+own; both the line-by-line and the bulk scanner call ``extract`` on every record
+they assemble, so they agree on which records yield events.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from collections.abc import Callable
+
+from engdiag.logs.events import Event, HttpStatus, Payload, Progress, Signal, Stamp
+from engdiag.logs.lines import Shape, access_status, bar_progress
+from engdiag.logs.patterns import (
+    BAR_LITERALS,
+    HTTP_ERROR_LITERAL,
+    LITERAL_PATTERN,
+    RULES_BY_LITERAL,
+)
+from engdiag.logs.records import Record
+from engdiag.redact import redact
+
+MAX_EVENT_TEXT = 400
+"""Characters of evidence text kept per event."""
+
+Place = Callable[[Stamp], Stamp]
+
+
+def relevant(record: Record) -> bool:
+    """Does any kept piece hold a rule literal by itself?"""
+    return any(LITERAL_PATTERN.search(piece.msg) is not None for piece in record.pieces)
+
+
+def _line_at(text: str, position: int) -> str:
+    start = text.rfind("\n", 0, position) + 1
+    end = text.find("\n", position)
+    return text[start : end if end != -1 else len(text)]
+
+
+class _Builder:
+    """Turns matches inside one record into events with place, time and process."""
+
+    def __init__(self, record: Record, inherited: Stamp | None, place: Place, show_prompts: bool):
+        self.record = record
+        self.text, self.offsets = record.text()
+        self.inherited = inherited
+        self.place = place
+        self.show_prompts = show_prompts
+        self.own_stamp = next((p.stamp for p in record.pieces if p.stamp is not None), None)
+
+    def event(self, signal: Signal, position: int, data: Payload | None) -> Event:
+        index = max(bisect_right(self.offsets, position) - 1, 0)
+        piece = self.record.pieces[index]
+        head = self.record.head
+        stamp = piece.stamp or self.own_stamp
+        inherited = stamp is None and self.inherited is not None
+        if stamp is None:
+            stamp = self.inherited
+        line = _line_at(self.text, position).strip()
+        if not self.show_prompts:
+            line = redact(line)
+        return Event(
+            signal=signal,
+            source=self.record.source,
+            line=piece.lineno,
+            stamp=self.place(stamp) if stamp is not None else None,
+            proc=piece.proc or head.proc,
+            level=piece.level or head.level,
+            text=line[:MAX_EVENT_TEXT],
+            data=data,
+            inherited_time=inherited,
+        )
+
+
+def _special(builder: _Builder) -> list[Event]:
+    """Events from a record's shape rather than a rule: tqdm bars and 5xx access lines."""
+    head = builder.record.head
+    if head.shape is Shape.BAR and any(literal in head.msg for literal in BAR_LITERALS):
+        found = bar_progress(head.msg)
+        if found is not None:
+            return [builder.event(Signal.PROGRESS_BAR, 0, Progress(*found))]
+    if head.shape is Shape.ACCESS and HTTP_ERROR_LITERAL in head.msg:
+        found_status = access_status(head.msg)
+        if found_status is not None and found_status[2] >= 500:
+            return [builder.event(Signal.HTTP_ERROR, 0, HttpStatus(*found_status))]
+    return []
+
+
+def extract(
+    record: Record,
+    *,
+    inherited: Stamp | None,
+    place: Place,
+    show_prompts: bool = False,
+) -> list[Event]:
+    """The events of one record (none if it is not relevant)."""
+    if not relevant(record):
+        return []
+    builder = _Builder(record, inherited, place, show_prompts)
+    events = _special(builder)
+    text = builder.text
+    literals = dict.fromkeys(match.group() for match in LITERAL_PATTERN.finditer(text))
+    seen: set[Signal] = {event.signal for event in events}
+    for literal in literals:
+        for rule in RULES_BY_LITERAL.get(literal, ()):
+            if rule.signal in seen and not rule.every:
+                continue
+            matches = rule.pattern.finditer(text) if rule.every else _first(rule.pattern, text)
+            for match in matches:
+                payloads = list(rule.build(match, text)) if rule.build else [None]
+                for payload in payloads:
+                    events.append(builder.event(rule.signal, match.start(), payload))
+                if payloads:
+                    seen.add(rule.signal)
+    return events
+
+
+def _first(pattern: re.Pattern[str], text: str) -> list[re.Match[str]]:
+    match = pattern.search(text)
+    return [] if match is None else [match]

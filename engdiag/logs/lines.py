@@ -1,0 +1,228 @@
+"""One physical log line → one or more cleaned pieces with their prefixes parsed.
+
+Real vLLM logs arrive wrapped in other tools' prefixes and noise: kubectl's
+RFC 3339 timestamps, docker compose's ``svc  |``, colour codes with or without
+their ESC byte, Ray's ``[repeated 6x across cluster]``, tqdm bars redrawn with
+``\\r`` or glued to the next record.  This module strips all of that, reads the
+process tag and the header (vLLM, PyTorch glog, NCCL, uvicorn), and leaves a
+``Piece`` whose ``msg`` is what the program meant to print.  Pure functions only.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import Enum
+
+from engdiag.logs.events import Proc, Stamp
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]|\^\[\[[0-9;]*m|\[[0-9;]*[0-9]m")
+_KUBE_TS = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)) ")
+_COMPOSE = re.compile(r"([A-Za-z0-9][\w.-]{0,62})\s+\| ?")
+_REPEATED = re.compile(r"\s*\[repeated (\d+)x across cluster\]\s*$")
+_TAG = re.compile(
+    r"\s*\((?P<name>[A-Za-z_][\w .=-]{0,60}?)"
+    r"(?: pid=(?P<pid>\d+)(?:, ip=(?P<ip>[^)\s]*))?)?\)[ \t]?"
+)
+_ROLE_NAMES = ("EngineCore", "APIServer", "ApiServer", "VllmWorker", "Worker", "RayWorker")
+_BARE_ROLE = re.compile(
+    r"(?P<name>(?:EngineCore|APIServer|ApiServer|VllmWorker|Worker)\w*) "
+    r"(?=(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) )"
+)
+_VLLM = re.compile(
+    r"\s*(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) "
+    r"(?P<mo>\d\d)-(?P<d>\d\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:\.\d+)? "
+    r"\[?(?P<file>[^\s\]]+):(?P<fl>\d+)\] ?",
+)
+_LEVEL_ONLY = re.compile(
+    r"\s*(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL)(?: \.\.\.)? "
+    r"(?:\[(?P<file>[^\s\]]+):(?P<fl>\d+)\] )?"
+)
+_UVICORN = re.compile(r"\s*(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL):\s+")
+_ACCESS = re.compile(r'\S+ - "(?P<method>[A-Z]+) (?P<path>\S+) HTTP/[\d.]+" (?P<status>\d{3})')
+_GLOG = re.compile(
+    r"\s*(?:\[rank(?P<rank>\d+)\]:)?\[(?P<sev>[IWEF])"
+    r"(?:(?P<mo>\d\d)(?P<d>\d\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)\.\d+(?: +\d+)? | )"
+    r"(?P<file>[\w.]+):(?P<fl>\d+)\] ?"
+)
+_NCCL = re.compile(
+    r"(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] NCCL (?P<lvl>[A-Z]+) "
+)
+_BAR = re.compile(
+    r"\s*(?P<bar>[A-Za-z][^:|\n]{0,80}):\s*(?P<pct>\d{1,3})%(?: Completed)?\s*\|"
+    r"(?:[^|]*\|)?\s*(?P<done>\d+)/(?P<total>\d+|\?)"
+)
+_RECORD_START = re.compile(
+    r"(?:\([A-Za-z_][\w .=-]{0,60}? pid=\d+(?:, ip=[^)\s]*)?\)\s?)?"
+    r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d"
+)
+_GLOG_LEVELS = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "CRITICAL"}
+
+
+class Shape(str, Enum):
+    """Which kind of line a piece is, once its prefixes are gone."""
+
+    VLLM = "vllm"
+    """vLLM logger record with level, time and ``[file:line]``."""
+    LEVEL = "level"
+    """A level but no usable time (hand-edited pastes, uvicorn's own lines)."""
+    GLOG = "glog"
+    NCCL = "nccl"
+    ACCESS = "access"
+    BAR = "bar"
+    TAGGED = "tagged"
+    """Only a process tag: a print or traceback through vLLM's stdout wrapper."""
+    BARE = "bare"
+
+
+@dataclass(frozen=True, slots=True)
+class Piece:
+    """A cleaned line (or part of one, when a tqdm bar was glued to a record)."""
+
+    lineno: int
+    shape: Shape
+    msg: str
+    proc: Proc | None = None
+    level: str | None = None
+    stamp: Stamp | None = None
+    fileinfo: str | None = None
+    kube_ts: str | None = None
+    repeat: int = 1
+    width: int = 0
+    """Length of the physical line, used to recognise hard wraps."""
+
+    @property
+    def header(self) -> tuple[object, ...] | None:
+        """What every line of one logger record repeats (tracebacks included)."""
+        if self.shape is not Shape.VLLM:
+            return None
+        return (self.proc, self.level, self.stamp, self.fileinfo)
+
+
+def _stamp(match: re.Match[str]) -> Stamp | None:
+    month, day = int(match["mo"]), int(match["d"])
+    hours, minutes, seconds = int(match["h"]), int(match["mi"]), int(match["s"])
+    if not (1 <= month <= 12 and 1 <= day <= 31 and hours < 24 and minutes < 60 and seconds < 61):
+        return None
+    return Stamp(month, day, hours * 3600 + minutes * 60 + min(seconds, 59))
+
+
+def _tag(text: str) -> tuple[Proc | None, str]:
+    match = _TAG.match(text)
+    if match is not None:
+        name = match["name"].strip()
+        pid = match["pid"]
+        if pid is not None or name.startswith(_ROLE_NAMES):
+            return Proc(name, int(pid) if pid else None, match["ip"]), text[match.end() :]
+    match = _BARE_ROLE.match(text)
+    if match is not None:
+        return Proc(match["name"]), text[match.end() :]
+    return None, text
+
+
+def _parse(
+    text: str, lineno: int, kube_ts: str | None, repeat: int, width: int
+) -> Piece:
+    """Read the process tag and header of one prefix-free piece."""
+    proc, rest = _tag(text)
+    common = {"lineno": lineno, "kube_ts": kube_ts, "repeat": repeat, "width": width}
+    if (match := _VLLM.match(rest)) is not None:
+        return Piece(
+            shape=Shape.VLLM,
+            msg=rest[match.end() :],
+            proc=proc,
+            level=match["level"],
+            stamp=_stamp(match),
+            fileinfo=f"{match['file']}:{match['fl']}",
+            **common,
+        )
+    if (match := _UVICORN.match(rest)) is not None:
+        msg = rest[match.end() :]
+        shape = Shape.ACCESS if _ACCESS.match(msg) else Shape.LEVEL
+        return Piece(shape=shape, msg=msg, proc=proc, level=match["level"], **common)
+    if (match := _LEVEL_ONLY.match(rest)) is not None:
+        fileinfo = f"{match['file']}:{match['fl']}" if match["file"] else None
+        return Piece(
+            shape=Shape.LEVEL,
+            msg=rest[match.end() :],
+            proc=proc,
+            level=match["level"],
+            fileinfo=fileinfo,
+            **common,
+        )
+    if "]" in rest and (match := _GLOG.match(rest)) is not None:
+        if proc is None and match["rank"] is not None:
+            proc = Proc(f"rank{match['rank']}")
+        return Piece(
+            shape=Shape.GLOG,
+            msg=rest[match.end() :],
+            proc=proc,
+            level=_GLOG_LEVELS[match["sev"]],
+            stamp=_stamp(match) if match["mo"] else None,
+            fileinfo=f"{match['file']}:{match['fl']}",
+            **common,
+        )
+    if " NCCL " in rest and (match := _NCCL.match(rest)) is not None:
+        nccl_proc = proc or Proc(f"nccl dev{match['dev']}", int(match["pid"]), match["host"])
+        level = "WARNING" if match["lvl"] == "WARN" else match["lvl"]
+        return Piece(
+            shape=Shape.NCCL, msg=rest[match.end() :], proc=nccl_proc, level=level, **common
+        )
+    if "%" in rest and _BAR.match(rest) is not None:
+        return Piece(shape=Shape.BAR, msg=rest.strip(), proc=proc, **common)
+    shape = Shape.TAGGED if proc is not None else Shape.BARE
+    return Piece(shape=shape, msg=rest, proc=proc, **common)
+
+
+def _split_glued(text: str) -> list[str]:
+    """Split a tqdm bar from a record printed right after it on the same line."""
+    if "|" not in text or ("it/s" not in text and "s/it" not in text):
+        return [text]
+    match = _RECORD_START.search(text, 1)
+    if match is None or _BAR.match(text[: match.start()]) is None:
+        return [text]
+    return [text[: match.start()], text[match.start() :]]
+
+
+def pieces(line: str, lineno: int) -> list[Piece]:
+    """Clean one physical line (no trailing newline) into its pieces.
+
+    A line holds several pieces when tqdm redrew a bar with ``\\r`` or glued a bar
+    to the record that followed.  Empty redraw segments are dropped; a blank line
+    gives one empty BARE piece so that it still separates records.
+    """
+    width = len(line)
+    segments = [s for s in line.split("\r") if s.strip()] if "\r" in line else [line]
+    if not segments:
+        return [Piece(lineno=lineno, shape=Shape.BARE, msg="", width=width)]
+    out: list[Piece] = []
+    for segment in segments:
+        text = _ANSI.sub("", segment) if "[" in segment else segment
+        kube_ts = None
+        if text[:2] == "20" and (match := _KUBE_TS.match(text)) is not None:
+            kube_ts, text = match.group(1), text[match.end() :]
+        if "|" in text and (match := _COMPOSE.match(text)) is not None:
+            text = text[match.end() :]
+        repeat = 1
+        if "repeated" in text and (match := _REPEATED.search(text)) is not None:
+            repeat, text = int(match.group(1)), text[: match.start()]
+        for part in _split_glued(text):
+            out.append(_parse(part, lineno, kube_ts, repeat, width))
+    return out
+
+
+def access_status(msg: str) -> tuple[str, str, int] | None:
+    """Method, path and status of a uvicorn access line."""
+    match = _ACCESS.match(msg)
+    if match is None:
+        return None
+    return match["method"], match["path"], int(match["status"])
+
+
+def bar_progress(msg: str) -> tuple[str, int, int | None] | None:
+    """Name, done and total of a tqdm bar piece."""
+    match = _BAR.match(msg)
+    if match is None:
+        return None
+    total = match["total"]
+    return match["bar"].strip(), int(match["done"]), None if total == "?" else int(total)

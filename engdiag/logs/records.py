@@ -1,0 +1,152 @@
+"""Pieces → records: a logger record together with its traceback or hard-wrapped tail.
+
+Whether a piece continues the record before it depends only on that piece and
+the one before (``joins``).  Keeping the rule local is what lets the bulk scanner
+find a record's start and end around a match without reading the whole log, and
+still build exactly the records the line-by-line path builds.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from enum import Enum
+
+from engdiag.logs.lines import Piece, Shape
+
+MAX_RECORD_PIECES = 400
+"""Pieces kept per record; a longer traceback keeps its first ones (bounded memory)."""
+
+_TRACEBACKISH = re.compile(
+    r"""\s
+    |Traceback\ \(most\ recent\ call\ last\)
+    |File\ "
+    |frame\ \#\d+:
+    |\.\.\.<\d+\ lines>\.\.\.
+    |[~^]+\s*$
+    |[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Failure|Warning)\b(?::|$)
+    """,
+    re.VERBOSE,
+)
+_CHAINED = ("The above exception was", "During handling of the above exception")
+_OWN_RECORD = (Shape.BAR, Shape.ACCESS, Shape.GLOG, Shape.NCCL)
+_WRAP_WIDTH = 80
+"""A bare line after a line at least this wide may be its hard-wrapped tail."""
+_WRAP_STARTS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789,.;:)]}%")
+"""How a hard-wrapped tail starts: mid-word or mid-sentence, never a new statement."""
+
+
+class Join(str, Enum):
+    """How a piece continues the record before it."""
+
+    TRACEBACK = "traceback"
+    WRAP = "wrap"
+
+
+def tracebackish(msg: str) -> bool:
+    """Does the message look like a line of a Python traceback or C++ exception?"""
+    return _TRACEBACKISH.match(msg) is not None
+
+
+def joins(prev: Piece, cur: Piece) -> Join | None:
+    """How ``cur`` continues the record that ``prev`` belongs to, if it does."""
+    if cur.shape in _OWN_RECORD or prev.shape in _OWN_RECORD:
+        return None
+    blank = not cur.msg.strip()
+    prev_blank = not prev.msg.strip()
+    if cur.shape is Shape.VLLM:
+        if prev.header is not None and prev.header == cur.header and (blank or tracebackish(cur.msg)):
+            return Join.TRACEBACK
+        return None
+    if cur.shape is Shape.LEVEL:
+        return None
+    if cur.proc != prev.proc:
+        return Join.WRAP if _hard_wrapped(prev, cur) else None
+    if blank:
+        return Join.TRACEBACK if not prev_blank and tracebackish(prev.msg) else None
+    if cur.msg.startswith(_CHAINED):
+        return Join.TRACEBACK
+    if prev_blank:
+        return None
+    if tracebackish(cur.msg):
+        return Join.TRACEBACK
+    return Join.WRAP if _hard_wrapped(prev, cur) else None
+
+
+def _hard_wrapped(prev: Piece, cur: Piece) -> bool:
+    """A terminal or paste cut a long line: the tail has no prefix and goes on mid-sentence."""
+    return (
+        cur.shape is Shape.BARE
+        and cur.proc is None
+        and prev.width >= _WRAP_WIDTH
+        and bool(prev.msg.strip())
+        and cur.msg[:1] in _WRAP_STARTS
+    )
+
+
+@dataclass(slots=True)
+class Record:
+    """One logical record: its first piece and the pieces that continue it."""
+
+    source: str
+    pieces: list[Piece] = field(default_factory=list)
+    kinds: list[Join | None] = field(default_factory=list)
+    dropped: int = 0
+    """Continuation pieces beyond ``MAX_RECORD_PIECES`` that were not kept."""
+
+    @property
+    def head(self) -> Piece:
+        """The first piece."""
+        return self.pieces[0]
+
+    def add(self, piece: Piece, kind: Join | None) -> None:
+        """Keep a continuation piece (or count it once the record is full)."""
+        if len(self.pieces) >= MAX_RECORD_PIECES:
+            self.dropped += 1
+            return
+        self.pieces.append(piece)
+        self.kinds.append(kind)
+
+    def text(self) -> tuple[str, list[int]]:
+        """The record as text (wraps joined, traceback lines on new lines) and piece offsets."""
+        parts: list[str] = []
+        offsets: list[int] = []
+        position = 0
+        for piece, kind in zip(self.pieces, self.kinds, strict=True):
+            separator = "\n" if kind is Join.TRACEBACK else ""
+            position += len(separator)
+            parts.append(separator + piece.msg)
+            offsets.append(position)
+            position += len(piece.msg)
+        return "".join(parts), offsets
+
+
+class Assembler:
+    """Group a stream of pieces into records, one piece at a time."""
+
+    def __init__(self, source: str) -> None:
+        self._source = source
+        self._record: Record | None = None
+        self._prev: Piece | None = None
+
+    @property
+    def empty(self) -> bool:
+        """No record is open (nothing fed yet, or just finished)."""
+        return self._record is None
+
+    def feed(self, piece: Piece) -> Record | None:
+        """Add the next piece; return the record it closed, if it started a new one."""
+        prev, self._prev = self._prev, piece
+        record = self._record
+        if record is not None and prev is not None:
+            kind = joins(prev, piece)
+            if kind is not None:
+                record.add(piece, kind)
+                return None
+        self._record = Record(self._source, [piece], [None])
+        return record
+
+    def finish(self) -> Record | None:
+        """The last open record, at the end of the input."""
+        record, self._record, self._prev = self._record, None, None
+        return record

@@ -1,0 +1,99 @@
+"""The straightforward scanner: every line is cleaned, grouped into records and read.
+
+This path defines what the events of a log *are*; the bulk scanner
+(``engdiag.logs.fastscan``) must produce exactly the same events and summary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from engdiag.logs.clock import Clock
+from engdiag.logs.events import Event, Proc, Stamp
+from engdiag.logs.extract import extract
+from engdiag.logs.lines import Piece, pieces
+from engdiag.logs.records import Assembler, Record
+
+
+@dataclass(frozen=True, slots=True)
+class Seen:
+    """Where a process last wrote: line number and time."""
+
+    line: int
+    stamp: Stamp | None
+
+
+@dataclass(slots=True)
+class SourceSummary:
+    """What was read of one input besides its events."""
+
+    name: str
+    index: int
+    lines: int = 0
+    first: Stamp | None = None
+    last: Stamp | None = None
+    last_seen: dict[Proc, Seen] = field(default_factory=dict)
+
+
+class LineScanner:
+    """Feeds one input's lines through cleaning, record assembly and extraction."""
+
+    def __init__(self, name: str, index: int, base_year: int = 0, show_prompts: bool = False):
+        self.summary = SourceSummary(name, index)
+        self._clock = Clock(base_year)
+        self._base_year = base_year
+        self._assembler = Assembler(name)
+        self._show_prompts = show_prompts
+        self._last_stamp: Stamp | None = None
+        self._record_inherited: Stamp | None = None
+        self._raw_first: Stamp | None = None
+        self._raw_last: Stamp | None = None
+        self._raw_seen: dict[Proc, tuple[int, Stamp | None]] = {}
+
+    def feed(self, lineno: int, line: str) -> list[Event]:
+        """Read one physical line; return the events of any record it completed."""
+        self.summary.lines = lineno
+        events: list[Event] = []
+        for piece in pieces(line, lineno):
+            events.extend(self._piece(piece))
+        return events
+
+    def _piece(self, piece: Piece) -> list[Event]:
+        inherited = self._last_stamp
+        if piece.stamp is not None:
+            self._last_stamp = piece.stamp
+            if self._raw_first is None:
+                self._raw_first = piece.stamp
+            self._raw_last = piece.stamp
+        if piece.proc is not None:
+            self._raw_seen[piece.proc] = (piece.lineno, piece.stamp or inherited)
+        started_first = self._assembler.empty
+        closed = self._assembler.feed(piece)
+        events = self._read(closed) if closed is not None else []
+        if closed is not None or started_first:
+            self._record_inherited = inherited
+        return events
+
+    def _read(self, record: Record) -> list[Event]:
+        return extract(
+            record,
+            inherited=self._record_inherited,
+            place=self._clock.place,
+            show_prompts=self._show_prompts,
+        )
+
+    def finish(self) -> list[Event]:
+        """Close the last record and settle the summary's times."""
+        record = self._assembler.finish()
+        events = self._read(record) if record is not None else []
+        summary = self.summary
+        if self._raw_first is not None:
+            first = self._raw_first
+            summary.first = Stamp(first.month, first.day, first.second, self._base_year)
+        if self._raw_last is not None:
+            summary.last = self._clock.settle(self._raw_last)
+        summary.last_seen = {
+            proc: Seen(line, self._clock.settle(stamp) if stamp else None)
+            for proc, (line, stamp) in self._raw_seen.items()
+        }
+        return events

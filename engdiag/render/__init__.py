@@ -1,0 +1,1 @@
+"""Renderers: models → rich output for people, JSON documents for machines."""

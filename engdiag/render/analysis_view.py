@@ -1,0 +1,116 @@
+"""Analysis → what a person reads: verdict, evidence, timeline, memory, prompts, next steps."""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from engdiag.analysis.analyze import Analysis
+from engdiag.logs.events import CudaOom, Event, Memory, Signal
+from engdiag.render.human import clip, evidence_table, heading, reasons, steps, verdict_line
+from engdiag.units import format_bytes, format_duration
+from engdiag.render.spark import sparkline
+
+
+def _where(event: Event | None) -> Text:
+    if event is None:
+        return Text("—")
+    text = Text()
+    if event.stamp:
+        text.append(f"{event.stamp.text}  ")
+    text.append(f"{event.source}:{event.line}", style="blue")
+    text.append(f"\n{clip(event.text, 160)}", style="dim")
+    return text
+
+
+def _timeline(analysis: Analysis) -> RenderableType:
+    t = analysis.timeline
+    incident = analysis.incident
+    table = Table.grid(padding=(0, 2))
+    table.add_column(no_wrap=True, style="bold")
+    table.add_column(overflow="fold")
+    span = f"{t.first_stamp.text} → {t.last_stamp.text}" if t.first_stamp and t.last_stamp else "no timestamps"
+    lines = sum(i.lines for i in analysis.inputs)
+    table.add_row("log span", f"{span}  ({lines:,} lines, {len(analysis.inputs)} input(s))")
+    table.add_row("last progress", _where(incident.last_progress))
+    table.add_row("first anomaly", _where(incident.first_anomaly))
+    same = incident.fatal is not None and incident.fatal is incident.first_anomaly
+    table.add_row("fatal", Text("the first anomaly") if same else _where(incident.fatal))
+    if incident.no_progress_seconds is not None:
+        table.add_row("no progress for", format_duration(incident.no_progress_seconds))
+    silent = [row for row in t.proc_last if row.stamp is not None][:4]
+    if len(silent) > 1:
+        names = ", ".join(f"{row.proc.label} ({row.stamp.text})" for row in silent if row.stamp)
+        table.add_row("went silent first", names)
+    return table
+
+
+def _memory(analysis: Analysis) -> RenderableType | None:
+    t = analysis.timeline
+    rows: list[RenderableType] = []
+    startup = {e.data.name: e.data for e in t.of(Signal.MEMORY) if isinstance(e.data, Memory)}
+    if startup:
+        parts = [f"{m.name.replace('_', ' ')} {m.value:,.2f} {m.unit}" for m in startup.values()]
+        rows.append(Text("start-up: " + "; ".join(parts[:6])))
+    for event in t.of(Signal.CUDA_OOM)[:2]:
+        oom = event.data if isinstance(event.data, CudaOom) else CudaOom()
+        if oom.tried is not None:
+            rows.append(
+                Text(
+                    f"CUDA OOM at {event.source}:{event.line}: tried {format_bytes(oom.tried)}, free {format_bytes(oom.free)}, "
+                    f"allocated {format_bytes(oom.allocated)}, reserved-but-unallocated {format_bytes(oom.reserved_unallocated)}"
+                )
+            )
+        else:
+            rows.append(Text(f"CUDA OOM at {event.source}:{event.line} (no allocator numbers)"))
+    kv = [s.gpu_kv_pct for _, s in t.stats]
+    if any(v is not None for v in kv):
+        known = [v for v in kv if v is not None]
+        rows.append(
+            Text(f"KV cache usage  {sparkline(kv, top=100)}  peak {max(known):.1f}%, last {known[-1]:.1f}%")
+        )
+    preempt = t.counts.get(Signal.PREEMPTION, 0) + sum(1 for _, s in t.stats if s.preemptions)
+    if preempt:
+        rows.append(Text(f"preemptions reported in {preempt} line(s)"))
+    return Group(*rows) if rows else None
+
+
+def _throughput(analysis: Analysis) -> RenderableType | None:
+    stats = analysis.timeline.stats
+    if not stats:
+        return None
+    gen = [s.generation_tps for _, s in stats]
+    running = [s.running for _, s in stats]
+    return Group(
+        Text(f"generation tok/s {sparkline(gen)}  last {gen[-1]:,.1f}"),
+        Text(f"running reqs     {sparkline(running)}  last {running[-1]}"),
+    )
+
+
+def _prompts(analysis: Analysis) -> RenderableType | None:
+    p = analysis.timeline.prompt_lengths
+    if not p.count:
+        return None
+    bound = " (lower bounds: the log truncated some token lists)" if p.lower_bound else ""
+    return Text(
+        f"{p.count:,} prompts: p50 {p.p50:,}, p95 {p.p95:,}, p99 {p.p99:,}, max {p.max:,} tokens{bound}"
+    )
+
+
+def analysis_view(analysis: Analysis) -> RenderableType:
+    """Everything, in reading order."""
+    verdict = analysis.verdict
+    parts: list[RenderableType] = [verdict_line(verdict)]
+    if verdict.evidence:
+        parts += [heading("Evidence"), evidence_table(verdict)]
+    parts += [heading("Timeline"), _timeline(analysis)]
+    for title, block in (
+        ("Memory", _memory(analysis)),
+        ("Throughput before the incident", _throughput(analysis)),
+        ("Prompt lengths", _prompts(analysis)),
+    ):
+        if block is not None:
+            parts += [heading(title), block]
+    parts += [heading("Why"), reasons(verdict), heading("Next steps"), steps(verdict)]
+    return Group(*parts)
