@@ -76,9 +76,13 @@ class _Draft:
     def cite_consequences(self, root: Event) -> _Draft:
         """Fatal lines after the root cause: results of it, not causes."""
         self.root = root
-        later = [e for e in self.facts.after(root) if e.signal in _CONSEQUENCES]
-        for event in later[:_MAX_CONSEQUENCES]:
-            self.cite(event, Role.CONSEQUENCE)
+        shown: set[Signal] = {root.signal}
+        for event in self.facts.after(root):
+            if event.signal in _CONSEQUENCES and event.signal not in shown:
+                shown.add(event.signal)
+                self.cite(event, Role.CONSEQUENCE)
+            if len(shown) > _MAX_CONSEQUENCES:
+                break
         return self
 
     def done(self) -> Verdict:
@@ -361,19 +365,22 @@ def _step_timeout(facts: Facts, event: Event) -> Verdict:
     """V1 ``RPC call to execute_model timed out`` (or V0 RPC): slow step or stuck worker?"""
     call = event.data.call if isinstance(event.data, Timeout) and event.data.call else "execute_model"
     before = facts.before(event)
-    compiles = [e for e in before if e.signal is Signal.COMPILE]
     served = facts.served_before(event)
+    compiles = [
+        e
+        for e in before
+        if e.signal is Signal.COMPILE and (facts.served_before(e) or "inference" in e.text)
+    ]
     startup = [e for e in before if is_startup_work(e)]
     dump = facts.last_crash_dump
     core_stalls = [e for e in facts.shm_stalls(workers=False) if facts.at(e) < facts.at(event)]
     stalled_stats = [e for e, s in facts.stats if stalled(s) and facts.at(e) < facts.at(event)]
     if compiles:
-        during = "during inference" if served or "inference" in compiles[-1].text else "during warm-up"
         draft = _Draft(
             facts,
             Kind.SLOW,
             0.8,
-            f"slow: a worker was compiling kernels {during} when the {call} RPC timed out",
+            f"slow: a worker was compiling kernels during inference when the {call} RPC timed out",
         )
         draft.cite(compiles[-1], Role.ROOT_CAUSE, "JIT/compilation outside warm-up can take minutes")
         draft.cite(event, Role.SUPPORTING)
@@ -399,6 +406,8 @@ def _step_timeout(facts: Facts, event: Event) -> Verdict:
         )
         draft.cite(event, Role.ROOT_CAUSE)
         draft.cite(facts.t.last_of(Signal.SCHEDULED_TOKENS), Role.SUPPORTING, "a decode step cannot be slowness")
+        for stall in stalled_stats[-1:]:
+            draft.cite(stall, Role.SUPPORTING, "requests running, 0 tokens/s: no step completed after this")
         for stall in core_stalls[-2:]:
             draft.cite(stall, Role.SUPPORTING, "the engine core waited on the workers")
         return draft.cite_consequences(event).done()

@@ -10,7 +10,7 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, Trans
 from engdiag.analysis.analyze import Analysis, analyze
 from engdiag.analysis.verdict import Kind
 from engdiag.commands.base import guard, stderr_console, stdout_console, write_json
-from engdiag.errors import ExitCode
+from engdiag.errors import ExitCode, UsageError
 from engdiag.render.analysis_doc import analysis_doc
 from engdiag.render.analysis_view import analysis_view
 from engdiag.render.jsonout import dumps
@@ -72,7 +72,7 @@ def command(
         wanted = set(fail_on or [])
         unknown = wanted - set(FAIL_ON_CHOICES)
         if unknown:
-            raise typer.BadParameter(f"--fail-on takes {', '.join(FAIL_ON_CHOICES)}; got {', '.join(sorted(unknown))}")
+            raise UsageError(f"--fail-on takes {', '.join(FAIL_ON_CHOICES)}; got {', '.join(sorted(unknown))}")
         result = _run(paths, show_prompts)
         if json:
             write_json(dumps(analysis_doc(result)))

@@ -23,14 +23,19 @@ STATE = {"debug": False}
 """Global options (set by the CLI callback)."""
 
 
+def _plain() -> bool:
+    """NO_COLOR (https://no-color.org) set to anything: no escape codes at all, not even bold."""
+    return bool(os.environ.get("NO_COLOR"))
+
+
 def stderr_console() -> Console:
     """Console for messages and progress (stdout carries only results)."""
-    return Console(stderr=True, highlight=False, soft_wrap=True)
+    return Console(stderr=True, highlight=False, soft_wrap=True, color_system=None if _plain() else "auto")
 
 
 def stdout_console() -> Console:
     """Console for human results on stdout."""
-    return Console(highlight=False)
+    return Console(highlight=False, color_system=None if _plain() else "auto")
 
 
 def fail(error: EngdiagError) -> NoReturn:

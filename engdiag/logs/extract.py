@@ -68,7 +68,7 @@ class _Builder:
             stamp=self.place(stamp) if stamp is not None else None,
             proc=piece.proc or head.proc,
             level=piece.level or head.level,
-            text=line[:MAX_EVENT_TEXT],
+            text=line[:MAX_EVENT_TEXT].rstrip(),
             data=data,
             inherited_time=inherited,
         )

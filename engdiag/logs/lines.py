@@ -42,7 +42,7 @@ _UVICORN = re.compile(r"\s*(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL):\s+")
 _ACCESS = re.compile(r'\S+ - "(?P<method>[A-Z]+) (?P<path>\S+) HTTP/[\d.]+" (?P<status>\d{3})')
 _GLOG = re.compile(
     r"\s*(?:\[rank(?P<rank>\d+)\]:)?\[(?P<sev>[IWEF])"
-    r"(?:(?P<mo>\d\d)(?P<d>\d\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)\.\d+(?: +\d+)? | )"
+    r"(?:(?P<mo>\d{1,2}?)(?P<d>\d\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)\.\d+(?: +\d+)? | )"
     r"(?P<file>[\w.]+):(?P<fl>\d+)\] ?"
 )
 _NCCL = re.compile(

@@ -287,8 +287,8 @@ def _stats_rule(literal: str) -> Rule:
 
 _STATS = re.compile(
     r"(?:Engine (?P<engine>\d+): |\d+ Engines Aggregated: )?"
-    r"Avg prompt throughput: (?P<p>[\d.]+) tokens/s, Avg generation throughput: (?P<g>[\d.]+) tokens/s, "
-    r"Running: (?P<run>\d+) reqs, (?:Swapped: (?P<sw>\d+) reqs, )?(?:Pending|Waiting): (?P<wait>\d+) reqs"
+    r"Avg prompt throughput: (?P<p>[\d.]+) tokens/s, ?Avg generation throughput: (?P<g>[\d.]+) tokens/s, ?"
+    r"Running: (?P<run>\d+) reqs, ?(?:Swapped: (?P<sw>\d+) reqs, ?)?(?:Pending|Waiting): (?P<wait>\d+) reqs"
 )
 
 

@@ -34,6 +34,8 @@ _WRAP_WIDTH = 80
 """A bare line after a line at least this wide may be its hard-wrapped tail."""
 _WRAP_STARTS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789,.;:)]}%")
 """How a hard-wrapped tail starts: mid-word or mid-sentence, never a new statement."""
+_WRAP_ENDS = frozenset(",:;=([{-")
+"""How a line cut mid-sentence ends: a separator that promises more."""
 
 
 class Join(str, Enum):
@@ -80,7 +82,7 @@ def _hard_wrapped(prev: Piece, cur: Piece) -> bool:
         and cur.proc is None
         and prev.width >= _WRAP_WIDTH
         and bool(prev.msg.strip())
-        and cur.msg[:1] in _WRAP_STARTS
+        and (cur.msg[:1] in _WRAP_STARTS or prev.msg.rstrip(" ")[-1:] in _WRAP_ENDS)
     )
 
 

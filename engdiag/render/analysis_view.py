@@ -39,10 +39,10 @@ def _timeline(analysis: Analysis) -> RenderableType:
     table.add_row("fatal", Text("the first anomaly") if same else _where(incident.fatal))
     if incident.no_progress_seconds is not None:
         table.add_row("no progress for", format_duration(incident.no_progress_seconds))
-    silent = [row for row in t.proc_last if row.stamp is not None][:4]
+    silent = [row for row in t.proc_last if row.stamp is not None]
     if len(silent) > 1:
-        names = ", ".join(f"{row.proc.label} ({row.stamp.text})" for row in silent if row.stamp)
-        table.add_row("went silent first", names)
+        names = ", ".join(f"{row.proc.label} {row.stamp.text}" for row in silent[:6] if row.stamp)
+        table.add_row("last line per process", names + (" …" if len(silent) > 6 else ""))
     return table
 
 
@@ -51,7 +51,7 @@ def _memory(analysis: Analysis) -> RenderableType | None:
     rows: list[RenderableType] = []
     startup = {e.data.name: e.data for e in t.of(Signal.MEMORY) if isinstance(e.data, Memory)}
     if startup:
-        parts = [f"{m.name.replace('_', ' ')} {m.value:,.2f} {m.unit}" for m in startup.values()]
+        parts = [f"{m.name.replace('_', ' ')} {_number(m.value)} {m.unit}" for m in startup.values()]
         rows.append(Text("start-up: " + "; ".join(parts[:6])))
     for event in t.of(Signal.CUDA_OOM)[:2]:
         oom = event.data if isinstance(event.data, CudaOom) else CudaOom()
@@ -74,6 +74,10 @@ def _memory(analysis: Analysis) -> RenderableType | None:
     if preempt:
         rows.append(Text(f"preemptions reported in {preempt} line(s)"))
     return Group(*rows) if rows else None
+
+
+def _number(value: float) -> str:
+    return f"{value:,.0f}" if value == int(value) else f"{value:,.2f}"
 
 
 def _throughput(analysis: Analysis) -> RenderableType | None:

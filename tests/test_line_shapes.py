@@ -1,0 +1,166 @@
+"""Every line shape of docs/log-formats.md is cleaned into the right piece."""
+
+from __future__ import annotations
+
+import pytest
+
+from engdiag.logs.events import Stamp
+from engdiag.logs.lines import Shape, pieces
+from engdiag.roles import Role
+
+STATS = (
+    "Engine 000: Avg prompt throughput: 4210.7 tokens/s, Avg generation throughput: 388.5 tokens/s, "
+    "Running: 31 reqs, Waiting: 4 reqs, GPU KV cache usage: 91.6%, Prefix cache hit rate: 12.3%"
+)
+
+
+def one(line: str):
+    found = pieces(line, 7)
+    assert len(found) == 1, found
+    return found[0]
+
+
+def test_v0_old_style_header_without_bracket():
+    piece = one("INFO 02-03 13:14:04 llm_engine.py:706] Avg prompt throughput: 0.0 tokens/s")
+    assert piece.shape is Shape.VLLM
+    assert piece.level == "INFO"
+    assert piece.stamp == Stamp(2, 3, 13 * 3600 + 14 * 60 + 4)
+    assert piece.fileinfo == "llm_engine.py:706"
+    assert piece.msg.startswith("Avg prompt throughput")
+
+
+def test_bracketed_header_with_relative_debug_path():
+    piece = one("DEBUG 10-22 09:33:49 [v1/engine/core.py:710] EngineCore encountered a fatal error.")
+    assert piece.shape is Shape.VLLM and piece.fileinfo == "v1/engine/core.py:710"
+
+
+@pytest.mark.parametrize(
+    ("tag", "name", "pid", "role"),
+    [
+        ("(EngineCore_0 pid=2211)", "EngineCore_0", 2211, Role.ENGINE_CORE),
+        ("(EngineCore_DP0 pid=77352)", "EngineCore_DP0", 77352, Role.ENGINE_CORE),
+        ("(EngineCore pid=2025)", "EngineCore", 2025, Role.ENGINE_CORE),
+        ("(APIServer pid=41)", "APIServer", 41, Role.API_SERVER),
+        ("(ApiServer_2 pid=9)", "ApiServer_2", 9, Role.API_SERVER),
+        ("(VllmWorker TP0 pid=5)", "VllmWorker TP0", 5, Role.WORKER),
+        ("(VllmWorker rank=0 pid=5)", "VllmWorker rank=0", 5, Role.WORKER),
+        ("(Worker_DP0_TP1_EP1 pid=1682938)", "Worker_DP0_TP1_EP1", 1682938, Role.WORKER),
+        ("(VllmWorkerProcess pid=312)", "VllmWorkerProcess", 312, Role.WORKER),
+        ("(RayWorkerWrapper pid=8081, ip=10.0.0.12)", "RayWorkerWrapper", 8081, Role.WORKER),
+    ],
+)
+def test_every_process_prefix(tag, name, pid, role):
+    piece = one(f"{tag} INFO 10-22 09:33:49 [kv_cache_utils.py:1087] GPU KV cache size: 162,704 tokens")
+    assert piece.proc is not None
+    assert (piece.proc.name, piece.proc.pid, piece.proc.role) == (name, pid, role)
+    assert piece.shape is Shape.VLLM and piece.msg == "GPU KV cache size: 162,704 tokens"
+
+
+def test_worker_ranks_are_read_from_the_tag():
+    piece = one("(Worker_DP0_TP1_EP1 pid=3) INFO 09-25 19:55:44 [x.py:1] hi")
+    assert piece.proc.ranks.label() == "DP0 TP1 EP1"
+
+
+def test_ray_prefix_with_ip_and_repeated_suffix():
+    piece = one(
+        "\x1b[36m(RayWorkerWrapper pid=5310, ip=10.1.2.3)\x1b[0m INFO 02-03 13:18:39 [x.py:1] "
+        "Waiting for pending NCCL work \x1b[32m [repeated 6x across cluster]\x1b[0m"
+    )
+    assert piece.proc.host == "10.1.2.3"
+    assert piece.repeat == 6
+    assert piece.msg == "Waiting for pending NCCL work"
+
+
+@pytest.mark.parametrize(
+    "coloured",
+    [
+        "\x1b[1;36m(EngineCore_0 pid=1)\x1b[0;0m \x1b[32mINFO\x1b[0m \x1b[90m05-02 09:14:10 [core.py:58]\x1b[0m msg",
+        "[1;36m(EngineCore_0 pid=1)[0;0m INFO 05-02 09:14:10 [core.py:58] msg",
+        "^[[1;36m(EngineCore_0 pid=1)^[[0;0m INFO 05-02 09:14:10 [core.py:58] msg",
+        " [36m(EngineCore_0 pid=1) [0m INFO 05-02 09:14:10 [core.py:58] msg",
+    ],
+    ids=["esc", "lost-esc", "caret", "lost-esc-with-spaces"],
+)
+def test_colour_codes_in_every_spelling(coloured):
+    piece = one(coloured)
+    assert piece.proc is not None and piece.proc.name == "EngineCore_0"
+    assert piece.shape is Shape.VLLM and piece.msg == "msg"
+
+
+def test_kubectl_timestamp_prefix_is_kept_apart():
+    piece = one("2025-10-15T00:02:38.756689123Z (APIServer pid=1) INFO 10-14 17:02:38 [loggers.py:123] " + STATS)
+    assert piece.kube_ts == "2025-10-15T00:02:38.756689123Z"
+    assert piece.stamp == Stamp(10, 14, 17 * 3600 + 2 * 60 + 38)
+    assert piece.msg == STATS
+
+
+def test_docker_compose_prefix():
+    piece = one("vllm-1  | (EngineCore_DP0 pid=7) INFO 10-22 09:33:49 [core.py:1] hello")
+    assert piece.proc.name == "EngineCore_DP0" and piece.msg == "hello"
+
+
+def test_tqdm_bar_glued_to_the_next_record_is_split():
+    found = pieces(
+        "Processed prompts:   0%|          | 0/4 [00:00<?, ?it/s, est. speed input: 0.00 toks/s, "
+        "output: 0.00 toks/s](EngineCore_DP0 pid=4086108) INFO 01-07 20:00:58 [acl_graph.py:184] Replaying aclgraph",
+        3,
+    )
+    assert [p.shape for p in found] == [Shape.BAR, Shape.VLLM]
+    assert found[1].proc.pid == 4086108 and found[1].msg == "Replaying aclgraph"
+    assert all(p.lineno == 3 for p in found)
+
+
+def test_tqdm_redraws_with_carriage_returns_become_pieces():
+    line = "Loading safetensors checkpoint shards:  10% Completed | 1/10\rLoading safetensors checkpoint shards:  20% Completed | 2/10\r"
+    found = pieces(line, 1)
+    assert [p.shape for p in found] == [Shape.BAR, Shape.BAR]
+
+
+def test_crlf_line_ending_is_dropped():
+    piece = one("ERROR 06-15 13:57:57 [core.py:517] Traceback (most recent call last):\r")
+    assert piece.msg == "Traceback (most recent call last):"
+
+
+def test_pytorch_glog_with_rank_prefix():
+    piece = one(
+        "[rank1]:[E1112 09:49:50.022718554 ProcessGroupNCCL.cpp:607] [Rank 1] Watchdog caught collective "
+        "operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600015 milliseconds"
+    )
+    assert piece.shape is Shape.GLOG and piece.level == "ERROR"
+    assert piece.stamp == Stamp(11, 12, 9 * 3600 + 49 * 60 + 50)
+    assert piece.proc.name == "rank1" and piece.proc.role is Role.WORKER
+    assert piece.msg.startswith("[Rank 1] Watchdog caught")
+
+
+def test_old_pytorch_glog_without_time():
+    piece = one(" [36m(RayWorkerVllm pid=5085) [0m [E ProcessGroupNCCL.cpp:475] [Rank 4] Watchdog caught x")
+    assert piece.shape is Shape.GLOG and piece.stamp is None and piece.proc.pid == 5085
+
+
+def test_nccl_debug_line():
+    piece = one("host-1:23458:23665 [0] NCCL INFO comm 0x23ba7ea0 rank 0 nranks 2 cudaDev 0 - Init COMPLETE")
+    assert piece.shape is Shape.NCCL and piece.proc.pid == 23458 and piece.msg.endswith("Init COMPLETE")
+
+
+def test_uvicorn_access_line():
+    piece = one('(APIServer pid=1) INFO:     10.250.5.33:50840 - "GET /metrics HTTP/1.1" 200 OK')
+    assert piece.shape is Shape.ACCESS and piece.proc.name == "APIServer"
+
+
+def test_uvicorn_own_line_is_not_an_access_line():
+    assert one("INFO:     Application startup complete.").shape is Shape.LEVEL
+
+
+def test_tagged_print_and_bare_lines():
+    assert one("(ApiServer_5 pid=463645) Process ApiServer_5:").shape is Shape.TAGGED
+    assert one("Prompt: 'Hello', Generated text: ' world'").shape is Shape.BARE
+
+
+def test_parenthesised_text_is_not_a_process_tag():
+    piece = one("(most of this line is prose) and not a tag")
+    assert piece.proc is None and piece.shape is Shape.BARE
+
+
+def test_invalid_dates_are_not_timestamps():
+    piece = one("INFO 13-45 99:99:99 [x.py:1] not a date")
+    assert piece.stamp is None
