@@ -55,3 +55,112 @@ def run_engdiag(*args: str, input: bytes | None = None, timeout: float = 60, env
 def write_log(path: Path, lines: Iterable[str]) -> Path:
     path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     return path
+
+
+class MetricsServer:
+    """A real HTTP server on loopback serving ``/metrics`` text that a test can change."""
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+
+        self.body = ""
+        self.status = 200
+        self.hang = False
+        self.hits = 0
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - http.server's name
+                server.hits += 1
+                if server.hang:
+                    import time
+
+                    time.sleep(30)
+                    return
+                payload = server.body.encode()
+                self.send_response(server.status)
+                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self._httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}/metrics"
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+
+@pytest.fixture
+def metrics_server():
+    server = MetricsServer()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+def closed_port_url() -> str:
+    """A loopback URL nobody listens on."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}/metrics"
+
+
+def vllm_metrics(prompt_buckets: dict[float, int], prompt_tokens: float = 0, generation_tokens: float = 0,
+                 prefill_seconds: float = 0, decode_seconds: float = 0, running: int = 0, waiting: int = 0,
+                 kv: float = 0.0) -> str:
+    """A vLLM-shaped /metrics scrape (V1 names, cumulative histogram buckets)."""
+    label = 'engine="0",model_name="m"'
+    lines = [
+        "# HELP vllm:num_requests_running Number of requests in model execution batches.",
+        "# TYPE vllm:num_requests_running gauge",
+        f"vllm:num_requests_running{{{label}}} {running}",
+        "# HELP vllm:num_requests_waiting Number of requests waiting to be processed.",
+        "# TYPE vllm:num_requests_waiting gauge",
+        f"vllm:num_requests_waiting{{{label}}} {waiting}",
+        "# HELP vllm:kv_cache_usage_perc KV-cache usage. 1 means 100 percent usage.",
+        "# TYPE vllm:kv_cache_usage_perc gauge",
+        f"vllm:kv_cache_usage_perc{{{label}}} {kv}",
+        "# HELP vllm:prompt_tokens_total Number of prefill tokens processed.",
+        "# TYPE vllm:prompt_tokens_total counter",
+        f"vllm:prompt_tokens_total{{{label}}} {prompt_tokens}",
+        "# HELP vllm:generation_tokens_total Number of generation tokens processed.",
+        "# TYPE vllm:generation_tokens_total counter",
+        f"vllm:generation_tokens_total{{{label}}} {generation_tokens}",
+        "# HELP vllm:request_prompt_tokens Number of prefill tokens processed.",
+        "# TYPE vllm:request_prompt_tokens histogram",
+    ]
+    cumulative = 0
+    for bound in sorted(prompt_buckets):
+        cumulative += prompt_buckets[bound]
+        le = "+Inf" if bound == float("inf") else f"{bound:.1f}"
+        lines.append(f'vllm:request_prompt_tokens_bucket{{{label},le="{le}"}} {cumulative}')
+    if float("inf") not in prompt_buckets:
+        lines.append(f'vllm:request_prompt_tokens_bucket{{{label},le="+Inf"}} {cumulative}')
+    lines += [
+        f"vllm:request_prompt_tokens_count{{{label}}} {cumulative}",
+        f"vllm:request_prompt_tokens_sum{{{label}}} {prompt_tokens}",
+        "# HELP vllm:request_prefill_time_seconds Histogram of time spent in PREFILL phase for request.",
+        "# TYPE vllm:request_prefill_time_seconds histogram",
+        f'vllm:request_prefill_time_seconds_bucket{{{label},le="+Inf"}} {cumulative}',
+        f"vllm:request_prefill_time_seconds_count{{{label}}} {cumulative}",
+        f"vllm:request_prefill_time_seconds_sum{{{label}}} {prefill_seconds}",
+        "# HELP vllm:request_decode_time_seconds Histogram of time spent in DECODE phase for request.",
+        "# TYPE vllm:request_decode_time_seconds histogram",
+        f'vllm:request_decode_time_seconds_bucket{{{label},le="+Inf"}} {cumulative}',
+        f"vllm:request_decode_time_seconds_count{{{label}}} {cumulative}",
+        f"vllm:request_decode_time_seconds_sum{{{label}}} {decode_seconds}",
+    ]
+    return "\n".join(lines) + "\n"

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from engdiag.logs.events import (
     Event,
+    Iteration,
     ParallelConfig,
     Proc,
     Progress,
@@ -164,6 +165,78 @@ class PromptStats:
     origins: dict[str, int]
 
 
+def _round3(value: float) -> float:
+    """Three significant digits: rates kept as a bounded histogram, not a list."""
+    return float(f"{value:.3g}")
+
+
+@dataclass(frozen=True, slots=True)
+class Gap:
+    """A stretch with work in flight and no progress line, while the engine was healthy."""
+
+    seconds: int
+    source: str
+    start_line: int
+    end_line: int
+    start_time: str
+
+
+@dataclass(frozen=True)
+class Load:
+    """Throughput figures gathered while streaming (bounded histograms of rounded rates)."""
+
+    step_prefill_tps: dict[float, int]
+    """Per-step prefill rate from ``Iteration(N)`` lines (context tokens ÷ step time)."""
+    busy_prompt_tps: dict[float, int]
+    """Stats intervals with prompt throughput and a queue: the engine was saturated."""
+    prompt_tps: dict[float, int]
+    """Every stats interval with prompt throughput."""
+    decode_tps_per_request: dict[float, int]
+    """Generation throughput ÷ running requests."""
+    longest_gap: Gap | None
+
+
+class _LoadTracker:
+    def __init__(self) -> None:
+        self.step: Counter[float] = Counter()
+        self.busy: Counter[float] = Counter()
+        self.prompt: Counter[float] = Counter()
+        self.decode: Counter[float] = Counter()
+        self.busy_since: dict[str, Event] = {}
+        self.gap: Gap | None = None
+
+    def add(self, event: Event) -> None:
+        data = event.data
+        if isinstance(data, Iteration) and data.context_tokens and data.elapsed_ms > 0:
+            self.step[_round3(data.context_tokens / (data.elapsed_ms / 1000))] += 1
+        if isinstance(data, Stats):
+            if data.prompt_tps > 0:
+                self.prompt[_round3(data.prompt_tps)] += 1
+                if data.waiting > 0:
+                    self.busy[_round3(data.prompt_tps)] += 1
+            if data.running > 0 and data.generation_tps > 0:
+                self.decode[_round3(data.generation_tps / data.running)] += 1
+        if event.signal in FATAL:
+            self.busy_since.clear()
+        elif is_progress(event) and event.stamp is not None:
+            self._gap(event)
+
+    def _gap(self, event: Event) -> None:
+        start = self.busy_since.get(event.source)
+        if start is not None and start.stamp is not None and event.stamp is not None:
+            seconds = event.stamp.key - start.stamp.key
+            if self.gap is None or seconds > self.gap.seconds:
+                self.gap = Gap(seconds, event.source, start.line, event.line, start.stamp.text)
+        busy = (isinstance(event.data, Stats) and event.data.running > 0) or isinstance(event.data, Iteration)
+        if busy:
+            self.busy_since[event.source] = event
+        else:
+            self.busy_since.pop(event.source, None)
+
+    def build(self) -> Load:
+        return Load(dict(self.step), dict(self.busy), dict(self.prompt), dict(self.decode), self.gap)
+
+
 @dataclass(frozen=True, slots=True)
 class ProcLast:
     """Where a process last wrote."""
@@ -190,6 +263,7 @@ class Timeline:
     """Each process's last line, the one that went silent first first."""
     first_stamp: Stamp | None
     last_stamp: Stamp | None
+    load: Load
 
     def of(self, *signals: Signal) -> list[Event]:
         """Kept events of these signals, in time order."""
@@ -241,11 +315,13 @@ class TimelineBuilder:
         self._origins: Counter[str] = Counter()
         self._version: Version | None = None
         self._config: dict[str, object] = {}
+        self._load = _LoadTracker()
 
     def add(self, event: Event) -> None:
         """Take one event."""
         signal = event.signal
         self._counts[signal] += 1
+        self._load.add(event)
         data = event.data
         if isinstance(data, PromptLength):
             self._lengths[data.tokens] += 1
@@ -282,6 +358,7 @@ class TimelineBuilder:
             proc_last=_proc_last(sources),
             first_stamp=min(stamps, key=lambda s: s.key) if stamps else None,
             last_stamp=max(stamps, key=lambda s: s.key) if stamps else None,
+            load=self._load.build(),
         )
 
     def _prompt_stats(self) -> PromptStats:
