@@ -164,3 +164,79 @@ def vllm_metrics(prompt_buckets: dict[float, int], prompt_tokens: float = 0, gen
         f"vllm:request_decode_time_seconds_sum{{{label}}} {decode_seconds}",
     ]
     return "\n".join(lines) + "\n"
+
+
+PROGRAMS = Path(__file__).resolve().parent / "programs"
+
+
+class Spawned:
+    """A test program running in its own session, killed with all its children at the end."""
+
+    def __init__(self, tmp_path: Path, script: str, *args: str, argv0: str | None = None,
+                 env: dict[str, str] | None = None, timeout: float = 20.0) -> None:
+        import time
+
+        self.ready_file = tmp_path / f"{script}.{len(list(tmp_path.iterdir()))}.ready"
+        argv = [argv0 or sys.executable, str(PROGRAMS / script), str(self.ready_file), *args]
+        self.proc = subprocess.Popen(
+            argv, executable=sys.executable, start_new_session=True, cwd=PROGRAMS,
+            env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        deadline = time.time() + timeout
+        while not self.ready_file.exists():
+            if self.proc.poll() is not None or time.time() > deadline:
+                self.close()
+                raise RuntimeError(f"{script} did not become ready")
+            time.sleep(0.02)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def close(self) -> None:
+        import signal
+
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        self.proc.wait(timeout=10)
+
+
+@pytest.fixture
+def spawn(tmp_path):
+    """``spawn(script, *args, argv0=..., env=...)`` → a running test program, always cleaned up."""
+    started: list[Spawned] = []
+
+    def start(script: str, *args: str, **kwargs: object) -> Spawned:
+        program = Spawned(tmp_path, script, *args, **kwargs)  # type: ignore[arg-type]
+        started.append(program)
+        return program
+
+    yield start
+    for program in started:
+        program.close()
+
+
+def _has_cap_sys_ptrace() -> bool:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("CapEff:"):
+            return bool(int(line.split()[1], 16) & (1 << 19))
+    return False
+
+
+def ptrace_possible() -> str | None:
+    """Why real py-spy tests cannot run here (None when they can).
+
+    py-spy attaches to sibling processes, so it needs CAP_SYS_PTRACE (root has it
+    unless a container dropped it) or Yama's ptrace_scope=0.
+    """
+    if _has_cap_sys_ptrace():
+        return None
+    scope = Path("/proc/sys/kernel/yama/ptrace_scope")
+    if scope.exists() and scope.read_text().strip() != "0":
+        return f"no CAP_SYS_PTRACE and kernel.yama.ptrace_scope={scope.read_text().strip()}: py-spy cannot attach"
+    return None
+
+
+needs_ptrace = pytest.mark.skipif(ptrace_possible() is not None, reason=str(ptrace_possible()))

@@ -1,0 +1,71 @@
+"""``engdiag snapshot PID``: live stacks of the vLLM process tree + GPU state → a bundle and a verdict."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from engdiag.commands.base import guard, stderr_console, stdout_console, write_json
+from engdiag.errors import UsageError
+from engdiag.render.jsonout import dumps
+from engdiag.render.snapshot_doc import snapshot_doc
+from engdiag.render.snapshot_view import snapshot_view
+from engdiag.snapshot.bundle import default_path, write_atomically
+from engdiag.snapshot.capture import take_snapshot
+from engdiag.snapshot.model import SnapshotOptions
+
+NAME = "snapshot"
+NO_ARGS_HELP = True
+HELP = (
+    "Capture live Python stacks of a vLLM server's whole process tree (py-spy, several samples, in parallel) "
+    "and the GPUs' state (NVML); say slow, deadlocked or fragmented; write a bundle file."
+)
+
+
+def _pid(text: str) -> int:
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise UsageError(f"{text!r} is not a process id", hint="pass a number, e.g. `engdiag snapshot $(pgrep -f 'vllm serve' | head -1)`") from None
+    if value <= 0:
+        raise UsageError(f"{value} is not a process id", hint="process ids are positive numbers")
+    return value
+
+
+def command(
+    pid: Annotated[str, typer.Argument(help="pid of the API server or EngineCore (its children are captured too).")],
+    samples: Annotated[int, typer.Option("--samples", "-n", help="Samples per process.")] = 3,
+    interval: Annotated[float, typer.Option("--interval", "-i", help="Seconds between samples.")] = 1.0,
+    native: Annotated[bool, typer.Option("--native", help="Include native frames (NCCL, CUDA, allocator).")] = False,
+    nonblocking: Annotated[
+        bool, typer.Option("--nonblocking", help="Never pause the targets (less reliable; not with --native).")
+    ] = False,
+    locals_: Annotated[
+        bool, typer.Option("--locals", help="Include frame locals (long strings masked: they can hold prompts).")
+    ] = False,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds one py-spy dump may take.")] = 10.0,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Bundle path (default: ./engdiag-snapshot-PID-TIME.json).")] = None,
+    no_bundle: Annotated[bool, typer.Option("--no-bundle", help="Do not write a bundle file.")] = False,
+    json: Annotated[bool, typer.Option("--json", help="Print the JSON document (the bundle's content).")] = False,
+) -> None:
+    """Snapshot a live process tree."""
+    with guard():
+        target = _pid(pid)
+        options = SnapshotOptions(samples, interval, native, nonblocking, locals_, timeout)
+        console = stderr_console()
+        if console.is_terminal and not json:
+            with console.status(f"sampling the tree of pid {target}…"):
+                snapshot = take_snapshot(target, options)
+        else:
+            snapshot = take_snapshot(target, options)
+        document = dumps(snapshot_doc(snapshot))
+        if json:
+            write_json(document)
+        else:
+            stdout_console().print(snapshot_view(snapshot))
+        if no_bundle:
+            return
+        path = write_atomically(out or default_path(target, snapshot.started_at), document)
+        console.print(f"bundle: {path} (mode 0600)", markup=False)

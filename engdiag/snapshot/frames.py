@@ -1,0 +1,159 @@
+"""Frame rules as data: which functions mean a thread is in a collective, a CUDA sync, the allocator...
+
+Each rule names the real vLLM / PyTorch functions behind it (read in
+vllm-project/vllm and pytorch/pytorch; docs/snapshot.md lists them).  A stack
+is read from the innermost frame outwards and the first frame a rule matches
+decides, so a collective called from a model layer is a collective, not compute.
+Generic libc waits (futex, condition variables) in native frames are skipped on
+purpose: the Python frame around them says more.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from engdiag.roles import Role
+from engdiag.snapshot.model import Category, Frame
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A frame matches when every given part matches."""
+
+    category: Category
+    why: str
+    file: str | None = None
+    """Substring of the frame's file path."""
+    func: re.Pattern[str] | None = None
+    code: re.Pattern[str] | None = None
+    """Pattern on the frame's source line (read where the file is readable)."""
+    native: bool = False
+    """Only native frames (``--native``)."""
+
+    def matches(self, frame: Frame) -> bool:
+        if self.native != frame.native:
+            return False
+        if self.file is not None and self.file not in frame.filename:
+            return False
+        if self.func is not None and not self.func.search(frame.name):
+            return False
+        return self.code is None or (frame.code is not None and bool(self.code.search(frame.code)))
+
+
+def _f(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
+_TORCH_COLLECTIVES = (
+    r"^(\w+\.)?(all_reduce|all_gather|all_gather_into_tensor|_all_gather_base|reduce_scatter|reduce_scatter_tensor|"
+    r"broadcast|barrier|monitored_barrier|send|recv|isend|irecv|broadcast_object_list|all_gather_object|"
+    r"gather|scatter|all_to_all|all_to_all_single|batch_isend_irecv|wait_tensor)$"
+)
+_VLLM_GROUP_OPS = (
+    r"^(\w+\.)?_?(all_reduce|all_gather|reduce_scatter|gather|broadcast|broadcast_tensor_dict|broadcast_object|"
+    r"broadcast_object_list|send|recv|send_tensor_dict|recv_tensor_dict|send_object|recv_object|barrier|"
+    r"all_to_all|dispatch|combine)\w*$"
+)
+_RUNNER_FILES = ("vllm/v1/worker/", "vllm/v1/sample/", "vllm/worker/", "vllm/model_executor/layers/sampler")
+
+RULES: tuple[Rule, ...] = (
+    # the allocator: PyTorch's caching allocator and vLLM's CuMem allocator (sleep mode)
+    Rule(Category.ALLOCATOR, "CUDA caching allocator", native=True,
+         func=_f(r"CUDACachingAllocator|DeviceCachingAllocator|NativeCachingAllocator|release_cached_blocks|"
+                 r"garbage_collect|cudaMalloc|cuMemAlloc|cuMemCreate|cuMemMap|cudaFree|cuMemFree")),
+    Rule(Category.ALLOCATOR, "torch.cuda memory call", file="torch/cuda/memory.py",
+         func=_f(r"^(empty_cache|memory_stats|mem_get_info|caching_allocator_alloc|reset_peak_memory_stats)$")),
+    Rule(Category.ALLOCATOR, "vLLM CuMem allocator", file="vllm/device_allocator/cumem.py"),
+    # waiting for the GPU
+    Rule(Category.CUDA_SYNC, "CUDA synchronisation", native=True,
+         func=_f(r"cudaStreamSynchronize|cuStreamSynchronize|cudaDeviceSynchronize|cuCtxSynchronize|"
+                 r"cudaEventSynchronize|cuEventSynchronize|_local_scalar_dense|cudaMemcpy(?!Async)")),
+    Rule(Category.CUDA_SYNC, "torch.cuda synchronize", file="torch/cuda/", func=_f(r"^(synchronize|Event\.synchronize|Stream\.synchronize)$")),
+    Rule(Category.CUDA_SYNC, "model runner device sync", file="vllm/v1/worker/", func=_f(r"^(\w+\.)?(_to_list|_sync_device)$")),
+    *(Rule(Category.CUDA_SYNC, "a device-to-host copy (.item/.tolist/.cpu)", file=f,
+           code=_f(r"\.(item|tolist|cpu|synchronize)\(")) for f in _RUNNER_FILES),
+    # collectives: vLLM's own communicators and torch.distributed
+    Rule(Category.COLLECTIVE, "NCCL call", native=True, func=_f(r"^(nccl[A-Z]\w*|ncclKernel\w*)|ProcessGroupNCCL")),
+    Rule(Category.COLLECTIVE, "vLLM PyNccl communicator", file="vllm/distributed/device_communicators/pynccl"),
+    Rule(Category.COLLECTIVE, "vLLM custom all-reduce", file="vllm/distributed/device_communicators/custom_all_reduce"),
+    Rule(Category.COLLECTIVE, "vLLM device communicator", file="vllm/distributed/device_communicators/",
+         func=_f(r"^(\w+\.)?(all_reduce|all_gather|reduce_scatter|gather|broadcast|send|recv|all_to_all|dispatch|combine)\w*$")),
+    Rule(Category.COLLECTIVE, "vLLM parallel group op", file="vllm/distributed/parallel_state.py",
+         func=_f(_VLLM_GROUP_OPS)),
+    Rule(Category.COLLECTIVE, "vLLM tensor-parallel op", file="vllm/distributed/communication_op.py"),
+    Rule(Category.COLLECTIVE, "torch.distributed collective", file="torch/distributed/distributed_c10d.py",
+         func=_f(_TORCH_COLLECTIVES)),
+    Rule(Category.COLLECTIVE, "torch functional collective", file="torch/distributed/_functional_collectives.py"),
+    # vLLM's shared-memory message queue between the engine core and its workers
+    Rule(Category.SHM_WAIT, "shared-memory queue wait", file="vllm/distributed/device_communicators/shm_broadcast.py",
+         func=_f(r"^(\w+\.)?(acquire_read|acquire_write|dequeue|enqueue|broadcast_object|spin|wait_until_ready)$")),
+    # compilation and JIT
+    *(Rule(Category.COMPILE, "compilation", file=f) for f in (
+        "torch/_dynamo/", "torch/_inductor/", "torch/fx/", "triton/compiler/", "triton/runtime/",
+        "vllm/compilation/", "deep_gemm/", "flashinfer/jit/", "torch/utils/cpp_extension.py")),
+    # weight loading
+    *(Rule(Category.WEIGHT_LOADING, "weight loading", file=f) for f in (
+        "vllm/model_executor/model_loader/", "safetensors/", "huggingface_hub/")),
+    Rule(Category.WEIGHT_LOADING, "model load_weights", file="vllm/model_executor/models/", func=_f(r"load_weights$")),
+    # waiting for work
+    Rule(Category.IO_POLL, "ZMQ socket", file="zmq/"),
+    Rule(Category.IO_POLL, "selector poll", file="selectors.py", func=_f(r"select$")),
+    Rule(Category.IO_POLL, "asyncio loop", file="asyncio/", func=_f(r"_run_once$|run_forever$|select$")),
+    Rule(Category.IO_POLL, "socket", file="socket.py"),
+    Rule(Category.IO_POLL, "pipe or connection", file="multiprocessing/connection.py"),
+    Rule(Category.IO_POLL, "uvloop", file="uvloop/"),
+    Rule(Category.IDLE, "condition or event wait", file="threading.py", func=_f(r"^(\w+\.)?wait$")),
+    Rule(Category.IDLE, "queue get", file="queue.py", func=_f(r"^(\w+\.)?get$")),
+    Rule(Category.IDLE, "thread-pool worker", file="concurrent/futures/thread.py", func=_f(r"_worker$")),
+    Rule(Category.IDLE, "sleep", code=_f(r"\b(time|asyncio)\.sleep\(")),
+    # plain Python locks (after the standard library's own waits, which are idle)
+    # a blocked `with name:` enters a lock-like object (other context managers are usually calls)
+    Rule(Category.LOCK_WAIT, "a lock acquire", code=_f(r"\.acquire\(|^with\s+[\w.]+\s*:")),
+    Rule(Category.LOCK_WAIT, "a Python-level lock", file="threading.py", func=_f(r"^(\w+\.)?(acquire|join|_wait_for_tstate_lock)$")),
+    # the model itself
+    *(Rule(Category.COMPUTE, "model forward", file=f) for f in (
+        "vllm/model_executor/models/", "vllm/model_executor/layers/", "vllm/attention/", "vllm/v1/attention/",
+        "torch/nn/modules/", "vllm/v1/sample/", "vllm/v1/spec_decode/")),
+    Rule(Category.COMPUTE, "model runner step", file="vllm/v1/worker/gpu_model_runner.py",
+         func=_f(r"^(\w+\.)?(execute_model|_model_forward|sample_tokens|_dummy_run|_dummy_sampler_run)$")),
+)
+
+
+def categorize(frames: tuple[Frame, ...]) -> tuple[Category, str]:
+    """Category of a stack and the frame that decided it (innermost match wins)."""
+    for frame in frames:
+        for rule in RULES:
+            if rule.matches(frame):
+                return rule.category, f"{rule.why}: {frame.where}"
+    if not frames:
+        return Category.IDLE, "no Python frames (a native thread, or the interpreter between calls)"
+    return Category.UNKNOWN, f"no rule matched; innermost {frames[0].where}"
+
+
+_ROLE_FRAMES: tuple[tuple[Role, str, re.Pattern[str]], ...] = (
+    (Role.ENGINE_CORE, "vllm/v1/engine/core.py", _f(r"run_busy_loop|run_engine_core")),
+    (Role.ENGINE_CORE, "vllm/engine/multiprocessing/engine.py", _f(r"run_engine_loop|run_mp_engine")),
+    (Role.WORKER, "vllm/v1/executor/multiproc_executor.py", _f(r"worker_busy_loop|worker_main")),
+    (Role.WORKER, "vllm/executor/multiproc_worker_utils.py", _f(r"_run_worker_process")),
+    (Role.API_SERVER, "vllm/entrypoints/", _f(r"run_server|main|serve")),
+)
+
+
+def role_from_stacks(stacks: list[tuple[Frame, ...]]) -> Role | None:
+    """A role told by the busy loop a process runs (engine core, worker, API server)."""
+    for role, file, func in _ROLE_FRAMES:
+        if any(file in f.filename and func.search(f.name) for frames in stacks for f in frames):
+            return role
+    return None
+
+
+_WAITS_ON_WORKERS = (
+    ("vllm/v1/executor/", _f(r"collective_rpc|get_response|execute_model|sample_tokens")),
+    ("vllm/executor/", _f(r"_run_workers|_driver_execute_model|execute_model")),
+)
+
+
+def waits_on_workers(frames: tuple[Frame, ...]) -> bool:
+    """Is this (engine-core) thread waiting for its workers' answer to a step?"""
+    return any(file in f.filename and func.search(f.name) for file, func in _WAITS_ON_WORKERS for f in frames)
