@@ -9,7 +9,7 @@ from __future__ import annotations
 import io
 import random
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engdiag.logs.inputs import MAX_LINE_BYTES, read_lines
@@ -56,6 +56,7 @@ def scan_bytes(data: bytes, sizes: list[int] | None = None) -> tuple[list, int]:
     return events, scanner.summary.lines
 
 
+@settings(deadline=5000)  # a regex that backtracks without end would blow this
 @given(st.binary(max_size=4096))
 def test_arbitrary_bytes_never_raise(data):
     events, lines = scan_bytes(data)
@@ -79,6 +80,7 @@ def _mutate(line: str, rng: random.Random) -> str:
     return "".join(chars)
 
 
+@settings(deadline=5000)
 @given(st.lists(st.integers(0, len(REAL_LINES) - 1), min_size=1, max_size=40), st.integers(0, 2**32))
 def test_mutated_real_lines_never_raise(indices, seed):
     rng = random.Random(seed)
@@ -106,3 +108,36 @@ def test_a_64_mib_line_costs_at_most_the_kept_prefix():
     assert [e.signal.value for e in events] == ["request_received", "prompt_length", "engine_fatal"]
     truncated = events[1].data
     assert truncated.lower_bound and truncated.tokens < (1 << 20)
+
+
+def _peak_bytes(path) -> int:
+    import tracemalloc
+
+    from engdiag.analysis.analyze import analyze
+
+    tracemalloc.start()
+    try:
+        analyze([str(path)])
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_memory_stays_flat_as_the_log_grows(tmp_path):
+    """Days of stats and request lines: what is kept is capped, so 4x the log is not 4x the memory."""
+    from datetime import datetime
+
+    from engdiag import synth
+
+    peaks = {}
+    for intervals in (2_000, 8_000):
+        path = tmp_path / f"{intervals}.log"
+        writer = synth.Writer(synth.Style(), datetime(2025, 1, 1), seed=1)
+        load = synth.Load(prompt_len=40)
+        with path.open("w") as handle:
+            for _ in range(intervals):
+                writer.tick(10)
+                for line in synth.stats_line(writer, load) + synth.request_lines(writer, load):
+                    handle.write(line + "\n")
+        peaks[intervals] = _peak_bytes(path)
+    assert peaks[8_000] < 1.2 * peaks[2_000] + (1 << 20), peaks

@@ -74,21 +74,25 @@ def _first_stamp(log: LogInput) -> Stamp | None:
 
 
 def scan_input(
-    log: LogInput, index: int, base_year: int, show_prompts: bool, progress: Progress | None
-) -> tuple[list[Event], SourceSummary]:
-    """Every event of one input and its summary (the line-by-line path)."""
+    log: LogInput,
+    index: int,
+    base_year: int,
+    show_prompts: bool,
+    sink: Callable[[Event], None],
+    progress: Progress | None = None,
+) -> SourceSummary:
+    """Stream every event of one input into ``sink`` (the line-by-line path); return its summary."""
     scanner = LineScanner(log.name, index, base_year, show_prompts)
-    events: list[Event] = []
     total = file_size(log)
     with open_binary(log) as stream:
         for lineno, line in read_lines(stream, log.name):
-            found = scanner.feed(lineno, line)
-            if found:
-                events.extend(found)
+            for event in scanner.feed(lineno, line):
+                sink(event)
             if progress is not None and lineno % 20_000 == 0:
                 progress(log.name, _position(stream), total)
-    events.extend(scanner.finish())
-    return events, scanner.summary
+    for event in scanner.finish():
+        sink(event)
+    return scanner.summary
 
 
 def _position(stream: object) -> int:
@@ -122,9 +126,7 @@ def analyze(paths: list[str], *, show_prompts: bool = False, progress: Progress 
     summaries: list[SourceSummary] = []
     infos: list[InputInfo] = []
     for index, log in enumerate(logs):
-        events, summary = scan_input(log, index, years[index], show_prompts, progress)
-        for event in events:
-            builder.add(event)
+        summary = scan_input(log, index, years[index], show_prompts, builder.add, progress)
         summaries.append(summary)
         infos.append(InputInfo(log.name, file_size(log), summary.lines))
     timeline = builder.build(summaries)

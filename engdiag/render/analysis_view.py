@@ -106,6 +106,10 @@ def analysis_view(analysis: Analysis) -> RenderableType:
     """Everything, in reading order."""
     verdict = analysis.verdict
     parts: list[RenderableType] = [verdict_line(verdict)]
+    if not analysis.found_vllm:
+        lines = sum(i.lines for i in analysis.inputs)
+        parts.append(Text(f"read {lines:,} lines from {len(analysis.inputs)} input(s); none is a vLLM line"))
+        return Group(*parts, heading("Why"), reasons(verdict))
     if verdict.evidence:
         parts += [heading("Evidence"), evidence_table(verdict)]
     parts += [heading("Timeline"), _timeline(analysis)]
