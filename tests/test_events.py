@@ -258,3 +258,20 @@ def test_summary_tracks_each_process_last_line():
     seen = {proc.label: (s.line, s.stamp.text) for proc, s in summary.last_seen.items()}
     assert seen == {"Worker_TP0 pid=90": (3, "10-22 09:33:00"), "EngineCore_DP0 pid=77": (2, "10-22 09:32:00")}
     assert summary.lines == 3
+
+
+def test_signals_inside_a_prompt_are_not_signals():
+    events, _ = scan(
+        [
+            "(APIServer pid=1) INFO 10-22 09:41:12 [logger.py:41] Received request cmpl-1: prompt: 'why do I see "
+            "EngineCore encountered a fatal error and CUDA out of memory. Tried to allocate 2 GiB?', params: "
+            "SamplingParams(n=1), prompt_token_ids: [1, 2, 3, 4], lora_request: None."
+        ]
+    )
+    assert [e.signal for e in events] == [Signal.REQUEST_RECEIVED, Signal.PROMPT_LENGTH]
+    assert events[1].data == PromptLength(4, False, "request_log")
+
+
+def test_a_token_list_cut_short_is_a_lower_bound():
+    events, _ = scan(["INFO 10-22 09:41:12 [logger.py:41] Received request a: prompt_token_ids: [1, 2, 3"])
+    assert only(events, Signal.PROMPT_LENGTH).data == PromptLength(3, True, "request_log")

@@ -170,7 +170,7 @@ def test_py_spy_killed_mid_dump_leaves_the_target_running(cli, monkeypatch, tmp_
     fake_bin = tmp_path / "bin"
     fake_bin.mkdir()
     wrapper = fake_bin / "py-spy"
-    wrapper.write_text(f'#!/bin/sh\n"{real}" "$@" &\nchild=$!\nsleep 0.004\nkill -9 $child\nexit 137\n')
+    wrapper.write_text(f"#!/bin/sh\n\"{real}\" \"$@\" &\nchild=$!\nsleep 0.004\nkill -9 $child 2>/dev/null\nexit 137\n")
     wrapper.chmod(0o755)
     target = spawn("busy.py")
     monkeypatch.setattr(sys, "executable", str(fake_bin / "python"))

@@ -150,6 +150,17 @@ class _Kept:
     def events(self) -> list[Event]:
         return self.first + list(self.last)
 
+    def extend(self, later: _Kept, keep_first: int, keep_last: int) -> None:
+        """Continue with what another builder kept of the events that came after these.
+
+        Feeding its known events through ``add`` is exact: any gap it had lies before
+        its last ``keep_last`` events, which are all ``add`` keeps from it.
+        """
+        count = self.count + later.count
+        for event in later.events():
+            self.add(event, keep_first, keep_last)
+        self.count = count
+
 
 @dataclass(frozen=True, slots=True)
 class PromptStats:
@@ -204,6 +215,9 @@ class _LoadTracker:
         self.decode: Counter[float] = Counter()
         self.busy_since: dict[str, Event] = {}
         self.gap: Gap | None = None
+        self.opening: dict[str, Event] = {}
+        """First progress event per source while no fatal had been seen (to join with an earlier range)."""
+        self.saw_fatal = False
 
     def add(self, event: Event) -> None:
         data = event.data
@@ -218,20 +232,41 @@ class _LoadTracker:
                 self.decode[_round3(data.generation_tps / data.running)] += 1
         if event.signal in FATAL:
             self.busy_since.clear()
+            self.saw_fatal = True
         elif is_progress(event) and event.stamp is not None:
+            if not self.saw_fatal:
+                self.opening.setdefault(event.source, event)
             self._gap(event)
 
     def _gap(self, event: Event) -> None:
-        start = self.busy_since.get(event.source)
-        if start is not None and start.stamp is not None and event.stamp is not None:
-            seconds = event.stamp.key - start.stamp.key
-            if self.gap is None or seconds > self.gap.seconds:
-                self.gap = Gap(seconds, event.source, start.line, event.line, start.stamp.text)
+        self._measure(self.busy_since.get(event.source), event)
         busy = (isinstance(event.data, Stats) and event.data.running > 0) or isinstance(event.data, Iteration)
         if busy:
             self.busy_since[event.source] = event
         else:
             self.busy_since.pop(event.source, None)
+
+    def _measure(self, start: Event | None, event: Event) -> None:
+        if start is not None and start.stamp is not None and event.stamp is not None:
+            seconds = event.stamp.key - start.stamp.key
+            if self.gap is None or seconds > self.gap.seconds:
+                self.gap = Gap(seconds, event.source, start.line, event.line, start.stamp.text)
+
+    def extend(self, later: _LoadTracker) -> None:
+        """Continue with a tracker that saw the events after these."""
+        for mine, theirs in ((self.step, later.step), (self.busy, later.busy),
+                             (self.prompt, later.prompt), (self.decode, later.decode)):
+            mine.update(theirs)
+        for source, event in later.opening.items():
+            self._measure(self.busy_since.get(source), event)
+        if later.gap is not None and (self.gap is None or later.gap.seconds > self.gap.seconds):
+            self.gap = later.gap
+        carried = {} if later.saw_fatal else {s: e for s, e in self.busy_since.items() if s not in later.opening}
+        self.busy_since = {**carried, **later.busy_since}
+        if not self.saw_fatal:
+            for source, event in later.opening.items():
+                self.opening.setdefault(source, event)
+        self.saw_fatal = self.saw_fatal or later.saw_fatal
 
     def build(self) -> Load:
         return Load(dict(self.step), dict(self.busy), dict(self.prompt), dict(self.decode), self.gap)
@@ -328,8 +363,7 @@ class TimelineBuilder:
             self._lower_bound |= data.lower_bound
             self._origins[data.origin] += 1
         elif isinstance(data, Version):
-            if self._version is None or (self._version.engine is None and data.engine):
-                self._version = Version(data.version or (self._version and self._version.version), data.engine)
+            self._take_version(data)
         elif isinstance(data, ParallelConfig):
             for name in ParallelConfig.__dataclass_fields__:
                 value = getattr(data, name)
@@ -340,6 +374,31 @@ class TimelineBuilder:
             kept.add(event, 0, _KEEP_LAST_REQUESTS)
         else:
             kept.add(event, _KEEP_FIRST, _KEEP_LAST)
+
+    def _take_version(self, data: Version) -> None:
+        """The first banner wins, unless it did not say the engine and a later one does."""
+        if self._version is None or (self._version.engine is None and data.engine):
+            earlier = self._version.version if self._version else None
+            self._version = Version(data.version or earlier, data.engine)
+
+    def extend(self, later: TimelineBuilder) -> None:
+        """Continue with a builder that took the events after these (a later byte range of one input).
+
+        The result is the builder that would have taken all the events in order.
+        """
+        self._counts.update(later._counts)
+        self._lengths.update(later._lengths)
+        self._lower_bound |= later._lower_bound
+        self._origins.update(later._origins)
+        if later._version is not None:
+            self._take_version(later._version)
+        for name, value in later._config.items():
+            self._config.setdefault(name, value)
+        self._load.extend(later._load)
+        for key, kept in later._kept.items():
+            high_volume = key[1] in _HIGH_VOLUME
+            first, last = (0, _KEEP_LAST_REQUESTS) if high_volume else (_KEEP_FIRST, _KEEP_LAST)
+            self._kept.setdefault(key, _Kept()).extend(kept, first, last)
 
     def build(self, sources: list[SourceSummary]) -> Timeline:
         """Sort what was kept and summarise."""

@@ -5,15 +5,12 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
-
-from engdiag.analysis.analyze import Analysis, analyze
 from engdiag.analysis.verdict import Kind
 from engdiag.commands.base import guard, stderr_console, stdout_console, write_json
 from engdiag.errors import ExitCode, UsageError
-from engdiag.render.analysis_doc import analysis_doc
-from engdiag.render.analysis_view import analysis_view
-from engdiag.render.jsonout import dumps
+
+# NOTE: the analysis, rendering and progress modules are imported inside the command:
+# `engdiag --help` and the other commands should not pay for them at start-up.
 
 NAME = "analyze"
 NO_ARGS_HELP = True
@@ -24,7 +21,9 @@ HELP = (
 FAIL_ON_CHOICES = [kind.value for kind in Kind] + ["any"]
 
 
-def _progress_bar() -> Progress | None:
+def _progress_bar():  # -> rich.progress.Progress | None
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
+
     console = stderr_console()
     if not console.is_terminal:
         return None
@@ -38,10 +37,12 @@ def _progress_bar() -> Progress | None:
     )
 
 
-def _run(paths: list[str], show_prompts: bool) -> Analysis:
+def _run(paths: list[str], show_prompts: bool, jobs: int | None, window):  # -> Analysis
+    from engdiag.analysis.analyze import analyze
+
     bar = _progress_bar()
     if bar is None:
-        return analyze(paths, show_prompts=show_prompts)
+        return analyze(paths, show_prompts=show_prompts, jobs=jobs, window=window)
     tasks: dict[str, int] = {}
 
     def report(name: str, done: int, total: int | None) -> None:
@@ -50,7 +51,7 @@ def _run(paths: list[str], show_prompts: bool) -> Analysis:
         bar.update(tasks[name], completed=done)
 
     with bar:
-        return analyze(paths, show_prompts=show_prompts, progress=report)
+        return analyze(paths, show_prompts=show_prompts, progress=report, jobs=jobs, window=window)
 
 
 def command(
@@ -66,6 +67,16 @@ def command(
             help=f"Exit 10 when the verdict is this kind (repeatable): {', '.join(FAIL_ON_CHOICES)}.",
         ),
     ] = None,
+    tail: Annotated[
+        str | None, typer.Option("--tail", help="Only the last N lines (5000) or bytes (200MiB) of each input.")
+    ] = None,
+    since: Annotated[
+        str | None, typer.Option("--since", help="Skip what comes before this time ('10-22 09:30' or ISO).")
+    ] = None,
+    until: Annotated[str | None, typer.Option("--until", help="Stop after this time.")] = None,
+    jobs: Annotated[
+        int | None, typer.Option("--jobs", "-j", help="Worker processes for big plain files (default: the CPUs).")
+    ] = None,
 ) -> None:
     """Analyse logs."""
     with guard():
@@ -73,7 +84,22 @@ def command(
         unknown = wanted - set(FAIL_ON_CHOICES)
         if unknown:
             raise UsageError(f"--fail-on takes {', '.join(FAIL_ON_CHOICES)}; got {', '.join(sorted(unknown))}")
-        result = _run(paths, show_prompts)
+        from engdiag.logs.window import Window, parse_tail, parse_time
+
+        tail_lines, tail_bytes = parse_tail(tail) if tail else (None, None)
+        window = Window(
+            tail_lines=tail_lines,
+            tail_bytes=tail_bytes,
+            since=parse_time(since, "--since") if since else None,
+            until=parse_time(until, "--until") if until else None,
+        )
+        if jobs is not None and jobs < 1:
+            raise UsageError("--jobs must be at least 1")
+        result = _run(paths, show_prompts, jobs, window)
+        from engdiag.render.analysis_doc import analysis_doc
+        from engdiag.render.analysis_view import analysis_view
+        from engdiag.render.jsonout import dumps
+
         if json:
             write_json(dumps(analysis_doc(result)))
         else:

@@ -7,16 +7,18 @@ from typing import Annotated
 
 import typer
 
-from engdiag.analysis.analyze import analyze
 from engdiag.commands.base import guard, stdout_console, write_json
 from engdiag.errors import UsageError
-from engdiag.render.jsonout import dumps
-from engdiag.render.timeout_doc import timeout_doc
-from engdiag.render.timeout_view import args_line, env_lines, k8s_env, timeout_view
-from engdiag.timeouts.model import DEFAULT_BASE_S, DEFAULT_FACTOR, DEFAULT_HARD_CAP_S, Policy
-from engdiag.timeouts.observe import Observations, from_lengths, from_timeline, merge
-from engdiag.timeouts.recommend import DEFAULT_OUTPUT_TOKENS, DEFAULT_PERCENTILE, Options, recommend
-from engdiag.timeouts.sources import fetch_metrics, parse_metrics, read_prompt_lengths
+from engdiag.timeouts.model import (
+    DEFAULT_BASE_S,
+    DEFAULT_FACTOR,
+    DEFAULT_HARD_CAP_S,
+    DEFAULT_OUTPUT_TOKENS,
+    DEFAULT_PERCENTILE,
+    Policy,
+)
+
+# NOTE: the log parser, prometheus-client and the renderers load only when this command runs.
 
 NAME = "recommend-timeout"
 NO_ARGS_HELP = False
@@ -36,8 +38,12 @@ class Format(str, Enum):
     K8S = "k8s"
 
 
-def _gather(logs: list[str], metrics: str | None, prompt_lens: str | None, prompt_len: list[int]) -> Observations:
-    parts: list[Observations] = []
+def _gather(logs: list[str], metrics: str | None, prompt_lens: str | None, prompt_len: list[int]):  # -> Observations
+    from engdiag.analysis.analyze import analyze
+    from engdiag.timeouts.observe import from_lengths, from_timeline, merge
+    from engdiag.timeouts.sources import fetch_metrics, parse_metrics, read_prompt_lengths
+
+    parts = []
     if prompt_len:
         if any(n < 0 for n in prompt_len):
             raise UsageError("--prompt-len cannot be negative")
@@ -82,6 +88,11 @@ def command(
 ) -> None:
     """Recommend timeouts."""
     with guard():
+        from engdiag.render.jsonout import dumps
+        from engdiag.render.timeout_doc import timeout_doc
+        from engdiag.render.timeout_view import args_line, env_lines, k8s_env, timeout_view
+        from engdiag.timeouts.recommend import Options, recommend
+
         policy = Policy(base_s=base, factor=factor, hard_cap_s=hard_cap).validate()
         options = Options(
             percentile=percentile,

@@ -9,12 +9,8 @@ import typer
 
 from engdiag.commands.base import guard, stderr_console, stdout_console, write_json
 from engdiag.errors import UsageError
-from engdiag.render.jsonout import dumps
-from engdiag.render.snapshot_doc import snapshot_doc
-from engdiag.render.snapshot_view import snapshot_view
-from engdiag.snapshot.bundle import default_path, write_atomically
-from engdiag.snapshot.capture import take_snapshot
-from engdiag.snapshot.model import SnapshotOptions
+
+# NOTE: psutil, pynvml, py-spy handling and the renderers load only when this command runs.
 
 NAME = "snapshot"
 NO_ARGS_HELP = True
@@ -52,6 +48,13 @@ def command(
 ) -> None:
     """Snapshot a live process tree."""
     with guard():
+        from engdiag.render.jsonout import dumps
+        from engdiag.render.snapshot_doc import snapshot_doc
+        from engdiag.render.snapshot_view import snapshot_view
+        from engdiag.snapshot.bundle import default_path, write_atomically
+        from engdiag.snapshot.capture import take_snapshot
+        from engdiag.snapshot.model import SnapshotOptions
+
         target = _pid(pid)
         options = SnapshotOptions(samples, interval, native, nonblocking, locals_, timeout)
         console = stderr_console()

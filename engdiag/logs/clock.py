@@ -24,11 +24,31 @@ class Clock:
 
     def __init__(self, base_year: int = 0) -> None:
         self.year = base_year
+        self.year_started = base_year
         self._last: int | None = None
+        self.first: int | None = None
+        """In-year key of the first stamp placed (lets a parallel scan check it continues a clock)."""
+
+    @property
+    def last(self) -> int | None:
+        """In-year key of the last stamp that moved the clock."""
+        return self._last
+
+    def continues(self, year: int, last: int | None) -> bool:
+        """Would this clock (started fresh) have placed its stamps the same had it started at ``(year, last)``?
+
+        True when no year had passed before it and its first stamp is within half a
+        year of ``last``: then neither a rollover nor a straggler differs.
+        """
+        if year != self.year_started:
+            return False
+        return last is None or self.first is None or abs(self.first - last) <= ROLLOVER
 
     def place(self, stamp: Stamp) -> Stamp:
         """The stamp with its year offset; a big jump back starts a new year."""
         key = _in_year(stamp)
+        if self.first is None:
+            self.first = key
         if self._last is not None:
             if key < self._last - ROLLOVER:
                 self.year += 1

@@ -1,8 +1,9 @@
-"""Record → events: run the rules whose literal the record contains.
+"""Record → events: mask user data, then run the rules whose literal the record contains.
 
-A record is *relevant* only if one of its kept pieces holds a rule literal on its
-own; both the line-by-line and the bulk scanner call ``extract`` on every record
-they assemble, so they agree on which records yield events.
+Prompt and output text are masked first (``engdiag.redact.mask``), so a signal
+is never read from inside user data and prompt text never reaches an event
+(unless ``show_prompts``).  A record yields events only if one of its kept
+pieces holds a rule literal on its own (after masking).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from engdiag.logs.patterns import (
     RULES_BY_LITERAL,
 )
 from engdiag.logs.records import Record
-from engdiag.redact import redact
+from engdiag.redact import Masked, mask
 
 MAX_EVENT_TEXT = 400
 """Characters of evidence text kept per event."""
@@ -28,9 +29,12 @@ MAX_EVENT_TEXT = 400
 Place = Callable[[Stamp], Stamp]
 
 
-def relevant(record: Record) -> bool:
-    """Does any kept piece hold a rule literal by itself?"""
-    return any(LITERAL_PATTERN.search(piece.msg) is not None for piece in record.pieces)
+def _piece_masks(record: Record) -> list[Masked]:
+    return [mask(piece.msg) for piece in record.pieces]
+
+
+def _literals(text: str) -> list[str]:
+    return list(dict.fromkeys(match.group() for match in LITERAL_PATTERN.finditer(text)))
 
 
 def _line_at(text: str, position: int) -> str:
@@ -42,25 +46,31 @@ def _line_at(text: str, position: int) -> str:
 class _Builder:
     """Turns matches inside one record into events with place, time and process."""
 
-    def __init__(self, record: Record, inherited: Stamp | None, place: Place, show_prompts: bool):
+    def __init__(
+        self, record: Record, masks: list[Masked], inherited: Stamp | None, place: Place, show_prompts: bool
+    ) -> None:
         self.record = record
-        self.text, self.offsets = record.text()
+        self.original, self.offsets = record.text()
+        self.masked: Masked = masks[0] if len(masks) == 1 else mask(self.original)
+        self.text = self.masked.text
         self.inherited = inherited
         self.place = place
         self.show_prompts = show_prompts
         self.own_stamp = next((p.stamp for p in record.pieces if p.stamp is not None), None)
 
     def event(self, signal: Signal, position: int, data: Payload | None) -> Event:
-        index = max(bisect_right(self.offsets, position) - 1, 0)
+        original = self.masked.origin(position)
+        index = max(bisect_right(self.offsets, original) - 1, 0)
         piece = self.record.pieces[index]
         head = self.record.head
         stamp = piece.stamp or self.own_stamp
         inherited = stamp is None and self.inherited is not None
         if stamp is None:
             stamp = self.inherited
-        line = _line_at(self.text, position).strip()
-        if not self.show_prompts:
-            line = redact(line)
+        if self.show_prompts:
+            line = _line_at(self.original, original).strip()
+        else:
+            line = _line_at(self.text, position).strip()
         return Event(
             signal=signal,
             source=self.record.source,
@@ -96,12 +106,14 @@ def extract(
     show_prompts: bool = False,
 ) -> list[Event]:
     """The events of one record (none if it is not relevant)."""
-    if not relevant(record):
+    masks = _piece_masks(record)
+    found = [_literals(masked.text) for masked in masks]
+    if not any(found):
         return []
-    builder = _Builder(record, inherited, place, show_prompts)
+    builder = _Builder(record, masks, inherited, place, show_prompts)
     events = _special(builder)
     text = builder.text
-    literals = dict.fromkeys(match.group() for match in LITERAL_PATTERN.finditer(text))
+    literals = found[0] if len(found) == 1 else _literals(text)
     seen: set[Signal] = {event.signal for event in events}
     for literal in literals:
         for rule in RULES_BY_LITERAL.get(literal, ()):

@@ -108,27 +108,56 @@ def open_binary(log: LogInput) -> Iterator[BinaryIO]:
         raise _failure(log.name, error) from error
 
 
-def read_lines(stream: BinaryIO, name: str) -> Iterator[tuple[int, str]]:
-    """Numbered lines (from 1) without their line ending, invalid UTF-8 replaced."""
-    lineno = 0
+def read_lines(
+    stream: BinaryIO, name: str, *, first_line: int = 1, byte_limit: int | None = None
+) -> Iterator[tuple[int, str]]:
+    """Numbered lines without their line ending, invalid UTF-8 replaced.
+
+    ``byte_limit`` stops before a line that would start past that many bytes (a
+    byte range of a file); ``first_line`` numbers the first line read.
+    """
+    lineno = first_line - 1
+    consumed = 0
     try:
-        while True:
+        while byte_limit is None or consumed < byte_limit:
             chunk = stream.readline(MAX_LINE_BYTES)
             if not chunk:
                 return
             lineno += 1
+            consumed += len(chunk)
             if not chunk.endswith(b"\n"):
-                _skip_rest_of_line(stream)
+                consumed += _skip_rest_of_line(stream)
             yield lineno, chunk.rstrip(b"\n").rstrip(b"\r").decode("utf-8", "replace")
     except (OSError, EOFError, zlib.error) as error:
         raise _failure(name, error) from error
 
 
-def _skip_rest_of_line(stream: BinaryIO) -> None:
+def _skip_rest_of_line(stream: BinaryIO) -> int:
+    skipped = 0
     while True:
         rest = stream.readline(MAX_LINE_BYTES)
+        skipped += len(rest)
         if not rest or rest.endswith(b"\n"):
-            return
+            return skipped
+
+
+def count_lines(path: Path, end: int) -> int:
+    """Newlines in the first ``end`` bytes of a file (the line number a byte range starts after)."""
+    total = 0
+    with open(path, "rb") as handle:
+        while end > 0:
+            block = handle.read(min(end, 16 << 20))
+            if not block:
+                break
+            total += block.count(b"\n")
+            end -= len(block)
+    return total
+
+
+def is_gzip(path: Path) -> bool:
+    """Does the file start with the gzip magic bytes?"""
+    with open(path, "rb") as handle:
+        return handle.read(2) == _GZIP_MAGIC
 
 
 def file_size(log: LogInput) -> int | None:

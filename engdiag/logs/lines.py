@@ -174,6 +174,23 @@ def _parse(
     return Piece(shape=shape, msg=rest, proc=proc, **common)
 
 
+_COLOUR_HEAD = 256
+_COLOUR_TAIL = 96
+
+
+def _strip_colour(text: str) -> str:
+    """Remove colour codes where loggers put them: the prefix and Ray's suffix, never mid-message.
+
+    Bounding the work keeps a 12 KB request line as cheap as a short one.
+    """
+    if "[" not in text:
+        return text
+    if len(text) <= _COLOUR_HEAD + _COLOUR_TAIL:
+        return _ANSI.sub("", text)
+    middle = text[_COLOUR_HEAD : len(text) - _COLOUR_TAIL]
+    return _ANSI.sub("", text[:_COLOUR_HEAD]) + middle + _ANSI.sub("", text[len(text) - _COLOUR_TAIL :])
+
+
 def _split_glued(text: str) -> list[str]:
     """Split a tqdm bar from a record printed right after it on the same line."""
     if "|" not in text or ("it/s" not in text and "s/it" not in text):
@@ -197,7 +214,7 @@ def pieces(line: str, lineno: int) -> list[Piece]:
         return [Piece(lineno=lineno, shape=Shape.BARE, msg="", width=width)]
     out: list[Piece] = []
     for segment in segments:
-        text = _ANSI.sub("", segment) if "[" in segment else segment
+        text = _strip_colour(segment)
         kube_ts = None
         if text[:2] == "20" and (match := _KUBE_TS.match(text)) is not None:
             kube_ts, text = match.group(1), text[match.end() :]

@@ -97,22 +97,6 @@ def _stats(match: re.Match[str], text: str) -> Iterable[Payload]:
     )
 
 
-def _token_ids(match: re.Match[str], text: str) -> Iterable[Payload]:
-    start = match.end()
-    close = text.find("]", start)
-    stop = close if close != -1 else len(text)
-    newline = text.find("\n", start, stop)
-    if newline != -1:
-        stop, close = newline, -1
-    if text.count(",", start, stop) == 0 and not text[start:stop].strip():
-        return
-    yield PromptLength(
-        tokens=text.count(",", start, stop) + 1,
-        lower_bound=close == -1,
-        origin="request_log",
-    )
-
-
 def _scheduled(match: re.Match[str], text: str) -> Iterable[Payload]:
     lengths = [int(n) for n in re.findall(r"prompt_token_ids_len=(\d+)", text)]
     yield ScheduledTokens(
@@ -311,7 +295,12 @@ RULES: tuple[Rule, ...] = (
         lambda m, t: [Iteration(int(m["cr"]), int(m["ct"]), int(m["gr"]), int(m["gt"]), float(m["ms"]))],
     ),
     Rule(Signal.REQUEST_RECEIVED, "Received request", _c(r"Received request \S+?:")),
-    Rule(Signal.PROMPT_LENGTH, "prompt_token_ids: [", _c(r"prompt_token_ids: \["), _token_ids),
+    Rule(
+        Signal.PROMPT_LENGTH,
+        "prompt_token_ids: ",
+        _c(r"prompt_token_ids: <(?P<least>≥)?(?P<n>\d+) token ids>"),
+        lambda m, t: [PromptLength(int(m["n"]), bool(m["least"]), "request_log")] if m["n"] != "0" else [],
+    ),
     Rule(Signal.REQUEST_ADDED, "Added request", _c(r"Added request \S+")),
     Rule(Signal.REQUEST_FINISHED, "Finished request", _c(r"Finished request \S+")),
     Rule(Signal.REQUEST_ABORTED, "Aborted request", _c(r"Aborted request(?:\(s\))? \S+")),

@@ -50,6 +50,16 @@ class LineScanner:
         self._raw_last: Stamp | None = None
         self._raw_seen: dict[Proc, tuple[int, Stamp | None]] = {}
 
+    @property
+    def last_stamp(self) -> Stamp | None:
+        """The time of the last line read that had one (as printed, no year)."""
+        return self._last_stamp
+
+    @property
+    def clock(self) -> Clock:
+        """The clock that placed this input's stamps (a parallel scan checks ranges continue it)."""
+        return self._clock
+
     def feed(self, lineno: int, line: str) -> list[Event]:
         """Read one physical line; return the events of any record it completed."""
         self.summary.lines = lineno

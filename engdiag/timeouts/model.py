@@ -24,6 +24,10 @@ DEFAULT_BASE_S = 120.0
 DEFAULT_FACTOR = 1.5
 DEFAULT_HARD_CAP_S = 1800.0
 DEFAULT_HEARTBEAT_S = 5.0
+DEFAULT_PERCENTILE = 99.0
+"""Prompt-length quantile the recommender sizes for."""
+DEFAULT_OUTPUT_TOKENS = 1024
+"""Output tokens a request is assumed to generate (client timeout)."""
 
 
 class Liveness(str, Enum):

@@ -15,11 +15,15 @@ from dataclasses import dataclass, field
 
 from engdiag.errors import NothingToRecommend, UsageError
 from engdiag.timeouts import knobs as k
-from engdiag.timeouts.model import Policy, adaptive_timeout, estimate_prefill_seconds
+from engdiag.timeouts.model import (
+    DEFAULT_OUTPUT_TOKENS,
+    DEFAULT_PERCENTILE,
+    Policy,
+    adaptive_timeout,
+    estimate_prefill_seconds,
+)
 from engdiag.timeouts.observe import Figure, Observations
 
-DEFAULT_PERCENTILE = 99.0
-DEFAULT_OUTPUT_TOKENS = 1024
 ASSUMED_DECODE_TPS = 20.0
 """Per-request decode speed assumed when no input shows it (a slow, loaded server)."""
 ASSUMED_BATCHED_TOKENS = 8192

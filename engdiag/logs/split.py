@@ -1,0 +1,57 @@
+"""Where a big log can be cut so that byte ranges scan independently and still give the exact events.
+
+A range may start only at a line that opens a new record (``joins`` says it does
+not continue the line before) and carries its own time, so that no record and
+no borrowed timestamp spans the cut.  Only local reads: a window after each
+target offset.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engdiag.logs.inputs import MAX_LINE_BYTES
+from engdiag.logs.lines import Piece, pieces
+from engdiag.logs.records import joins
+
+WINDOW_BYTES = 4 << 20
+"""How far past a target offset a cut is looked for before giving up on splitting."""
+
+
+def _pieces(raw: bytes, lineno: int) -> list[Piece]:
+    """The pieces ``read_lines`` + ``pieces`` would make of one raw line (without its newline)."""
+    text = raw[:MAX_LINE_BYTES].rstrip(b"\r").decode("utf-8", "replace")
+    return pieces(text, lineno)
+
+
+def _cut_after(handle: object, target: int) -> int | None:
+    """Offset of the first safe line start after ``target``, or None within the window."""
+    handle.seek(target)  # type: ignore[attr-defined]
+    data: bytes = handle.read(WINDOW_BYTES)  # type: ignore[attr-defined]
+    first_newline = data.find(b"\n")
+    if first_newline == -1:
+        return None
+    position = first_newline + 1
+    previous: list[Piece] | None = None
+    while True:
+        end = data.find(b"\n", position)
+        if end == -1:
+            return None
+        current = _pieces(data[position:end], 0)
+        if previous is not None and current[0].stamp is not None and joins(previous[-1], current[0]) is None:
+            return target + position
+        previous = current
+        position = end + 1
+
+
+def cut_points(path: Path, parts: int) -> list[int] | None:
+    """Byte offsets that cut the file into ``parts`` ranges at record starts, or None if it cannot be."""
+    size = path.stat().st_size
+    points: list[int] = []
+    with open(path, "rb") as handle:
+        for part in range(1, parts):
+            point = _cut_after(handle, size * part // parts)
+            if point is None or (points and point <= points[-1]) or point >= size:
+                return None
+            points.append(point)
+    return points

@@ -1,0 +1,96 @@
+"""The parallel byte-range scan gives exactly what the line-by-line scan gives.
+
+Cuts land wherever ``cut_points`` finds a record start, including right after
+tracebacks and wrapped lines; records split across read chunks are covered by
+test_parser_properties.py.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engdiag import synth
+from engdiag.analysis.analyze import analyze, scan_input, scan_parallel
+from engdiag.analysis.timeline import TimelineBuilder
+from engdiag.logs.inputs import expand
+
+from tests.conftest import CORPUS, write_log
+
+STYLES = {
+    "plain": synth.Style(),
+    "kubectl-colour": synth.Style(version="0.20.0", kubectl=True, color="esc"),
+    "compose-crlf": synth.Style(version="0.9.2", compose="vllm-1", color="lost", crlf=True),
+    "wrapped": synth.Style(version="0.8.5", color="caret", wrap=140),
+    "v0": synth.Style(version="0.6.3"),
+}
+
+
+def _timelines(path, jobs):
+    log = expand([str(path)])[0]
+    sequential = TimelineBuilder()
+    summary = scan_input(log, 0, 0, False, sequential.add)
+    joined = scan_parallel(log, 0, 0, False, jobs)
+    assert joined is not None, "the file should be cut"
+    return sequential.build([summary]), joined[0].build([joined[1]])
+
+
+def _same(a, b):
+    assert a.events == b.events
+    assert a.counts == b.counts
+    assert a.sources == b.sources
+    assert a.load == b.load
+    assert a.prompt_histogram == b.prompt_histogram and a.prompt_lengths == b.prompt_lengths
+    assert a.version == b.version and a.config == b.config and a.proc_last == b.proc_last
+
+
+@pytest.mark.parametrize("style", list(STYLES), ids=list(STYLES))
+@pytest.mark.parametrize("jobs", [2, 3, 5])
+def test_generated_incidents_scan_the_same_in_parallel(tmp_path, style, jobs):
+    shape = STYLES[style]
+    name = "nccl-watchdog" if shape.v0 else "deadlock"
+    path = write_log(tmp_path / "x.log", synth.incident(name, shape, minutes=30, load=synth.Load(prompt_len=200)))
+    _same(*_timelines(path, jobs))
+
+
+def test_every_corpus_case_concatenated_analyses_the_same(tmp_path, monkeypatch):
+    monkeypatch.setattr("engdiag.analysis.analyze.PARALLEL_MIN_BYTES", 0)
+    text = "".join((case / "log.txt").read_text() + "\n" for case in sorted(CORPUS.glob("*")) if (case / "log.txt").exists())
+    path = tmp_path / "all.log"
+    path.write_text(text * 20)
+    sequential = analyze([str(path)], jobs=1)
+    for jobs in (2, 4, 7):
+        parallel = analyze([str(path)], jobs=jobs)
+        _same(sequential.timeline, parallel.timeline)
+        assert sequential.verdict == parallel.verdict
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.integers(2, 6), st.integers(0, 2**16), st.sampled_from(sorted(synth.INCIDENTS)))
+def test_any_cut_count_and_seed(tmp_path_factory, jobs, seed, name):
+    import engdiag.analysis.analyze as module
+
+    path = tmp_path_factory.mktemp("cut") / "x.log"
+    write_log(path, synth.incident(name, synth.Style(wrap=150 if seed % 2 else None), minutes=8, seed=seed,
+                                   load=synth.Load(prompt_len=100)))
+    saved, module.PARALLEL_MIN_BYTES = module.PARALLEL_MIN_BYTES, 0
+    try:
+        sequential, parallel = analyze([str(path)], jobs=1), analyze([str(path)], jobs=jobs)
+    finally:
+        module.PARALLEL_MIN_BYTES = saved
+    _same(sequential.timeline, parallel.timeline)
+    assert sequential.verdict == parallel.verdict
+
+
+def test_a_log_across_new_year_falls_back_to_the_exact_sequential_scan(tmp_path):
+    lines = list(synth.incident("deadlock", minutes=60, start=datetime(2025, 12, 31, 23, 20, 0),
+                                load=synth.Load(prompt_len=50)))
+    path = write_log(tmp_path / "newyear.log", lines)
+    sequential = analyze([str(path)], jobs=1)
+    parallel = analyze([str(path)], jobs=4)
+    assert sequential.timeline.events == parallel.timeline.events
+    assert sequential.verdict == parallel.verdict
+    assert sequential.timeline.last_stamp.year == 1
