@@ -7,7 +7,6 @@ by.  Every way an input can fail becomes an ``InputError`` with a next step.
 
 from __future__ import annotations
 
-import gzip
 import io
 import os
 import sys
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from engdiag.errors import InputError, NoLogsFound
+from engdiag.logs.unzip import open_gzip
 
 MAX_LINE_BYTES = 1 << 20
 """Bytes kept of one line; a 64 MiB line costs 1 MiB of memory, not 64."""
@@ -67,7 +67,7 @@ def _failure(name: str, error: BaseException) -> InputError:
             f"{name}: gzip stream is truncated (the file was cut off or is still being written)",
             hint=f"analyse the part that is there: zcat {name} 2>/dev/null | engdiag analyze -",
         )
-    if isinstance(error, gzip.BadGzipFile | zlib.error):
+    if isinstance(error, zlib.error):
         return InputError(
             f"{name}: not valid gzip data ({error})",
             hint="rename the file if it is plain text, or check that it was copied completely",
@@ -86,14 +86,14 @@ def open_binary(log: LogInput) -> Iterator[BinaryIO]:
             buffered = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw)  # type: ignore[arg-type]
             stream: BinaryIO = buffered
             if buffered.peek(2)[:2] == _GZIP_MAGIC:
-                stream = gzip.GzipFile(fileobj=buffered)  # type: ignore[assignment]
+                stream = open_gzip(buffered)  # type: ignore[assignment]
             yield stream
             return
         with open(log.path, "rb") as handle:
             head = handle.read(2)
             handle.seek(0)
             if head == _GZIP_MAGIC:
-                with gzip.GzipFile(fileobj=handle) as unzipped:
+                with open_gzip(handle) as unzipped:  # type: ignore[arg-type]
                     yield unzipped  # type: ignore[misc]
             elif log.name.endswith(".gz") and head:
                 raise InputError(
