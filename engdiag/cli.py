@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from engdiag import __version__
-from engdiag.commands import analyze, recommend, snapshot
+from engdiag.commands import analyze, recommend, snapshot, watch
 from engdiag.commands.base import STATE
 
 app = typer.Typer(
@@ -42,7 +42,7 @@ def _main(
     STATE["debug"] = debug
 
 
-for _module in (analyze, snapshot, recommend):
+for _module in (analyze, snapshot, recommend, watch):
     app.command(name=_module.NAME, help=_module.HELP, no_args_is_help=_module.NO_ARGS_HELP)(_module.command)
 
 

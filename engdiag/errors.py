@@ -24,6 +24,8 @@ class ExitCode(IntEnum):
     OUTPUT = 7
     NETWORK = 8
     FINDING = 10
+    WATCH_SLOW = 11
+    WATCH_DEAD = 12
     INTERRUPTED = 130
 
 

@@ -64,7 +64,8 @@ class MetricsServer:
         import http.server
         import threading
 
-        self.body = ""
+        self.body: object = ""
+        """Text served at /metrics, or a function called for every request."""
         self.status = 200
         self.hang = False
         self.hits = 0
@@ -78,7 +79,8 @@ class MetricsServer:
 
                     time.sleep(30)
                     return
-                payload = server.body.encode()
+                body = server.body() if callable(server.body) else server.body
+                payload = body.encode()
                 self.send_response(server.status)
                 self.send_header("Content-Type", "text/plain; version=0.0.4")
                 self.send_header("Content-Length", str(len(payload)))

@@ -35,5 +35,5 @@ def test_every_command_is_in_the_readme_and_has_help():
 
 
 def test_documentation_pages_exist():
-    for page in ("verdicts.md", "log-formats.md", "json-schema.md", "exit-codes.md", "timeouts.md", "snapshot.md", "security.md", "performance.md"):
+    for page in ("verdicts.md", "log-formats.md", "json-schema.md", "exit-codes.md", "timeouts.md", "snapshot.md", "security.md", "performance.md", "watch.md"):
         assert (ROOT / "docs" / page).read_text().strip()

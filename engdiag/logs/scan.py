@@ -92,6 +92,11 @@ class LineScanner:
             show_prompts=self._show_prompts,
         )
 
+    def flush(self) -> list[Event]:
+        """Close the open record now (a followed log went quiet): its events, without waiting for a next line."""
+        record = self._assembler.finish()
+        return self._read(record) if record is not None else []
+
     def finish(self) -> list[Event]:
         """Close the last record and settle the summary's times."""
         record = self._assembler.finish()

@@ -12,6 +12,7 @@ import math
 import socket
 import urllib.error
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -144,3 +145,70 @@ def _rate(totals: dict[str, float], tokens: str, seconds: str, what: str) -> Fig
     if totals.get(tokens, 0) > 0 and totals.get(seconds, 0) > 0:
         return Figure(totals[tokens] / totals[seconds], f"metrics: {tokens} ÷ {seconds} ({what} per request)")
     return None
+
+
+@dataclass(frozen=True)
+class MetricsSample:
+    """One scrape of vLLM's /metrics, summed over engines and models."""
+
+    running: float | None
+    waiting: float | None
+    prompt_tokens: float | None
+    generation_tokens: float | None
+    finished: float | None
+    kv_pct: float | None
+    prompt_p99: int | None
+
+
+_GAUGES = {
+    "vllm:num_requests_running": "running",
+    "vllm:num_requests_waiting": "waiting",
+    "vllm:prompt_tokens_total": "prompt_tokens",
+    "vllm:generation_tokens_total": "generation_tokens",
+    "vllm:request_success_total": "finished",
+}
+_KV = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
+
+
+def parse_sample(text: str, name: str) -> MetricsSample:
+    """The progress and load figures of one scrape (for ``watch``)."""
+    values: dict[str, float] = {}
+    kv: list[float] = []
+    buckets: dict[float, float] = {}
+    try:
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                field = _GAUGES.get(sample.name)
+                if field is not None:
+                    values[field] = values.get(field, 0.0) + sample.value
+                elif sample.name in _KV:
+                    kv.append(sample.value * 100)
+                elif sample.name == "vllm:request_prompt_tokens_bucket":
+                    bound = float(sample.labels.get("le", "inf"))
+                    buckets[bound] = buckets.get(bound, 0.0) + sample.value
+    except (ValueError, TypeError) as error:
+        raise InputError(f"{name}: not Prometheus text format ({error})") from error
+    if not values and not kv:
+        raise InputError(f"{name}: no vLLM metrics (vllm:...) in it", hint="point at the vLLM server's /metrics")
+    lengths, _ = _histogram_lengths(buckets)
+    return MetricsSample(
+        running=values.get("running"),
+        waiting=values.get("waiting"),
+        prompt_tokens=values.get("prompt_tokens"),
+        generation_tokens=values.get("generation_tokens"),
+        finished=values.get("finished"),
+        kv_pct=max(kv) if kv else None,
+        prompt_p99=_p99(lengths),
+    )
+
+
+def _p99(lengths: dict[int, int]) -> int | None:
+    total = sum(lengths.values())
+    if not total:
+        return None
+    seen = 0
+    for length, count in sorted(lengths.items()):
+        seen += count
+        if seen >= 0.99 * total:
+            return length
+    return max(lengths)

@@ -1,0 +1,1 @@
+"""engdiag watch: a live slow-vs-dead judge."""
