@@ -31,6 +31,10 @@ class Style:
     wrap: int | None = None
     """Hard-wrap every line at this width, as a terminal paste does."""
     tp: int = 2
+    ray: bool = False
+    """Workers run under Ray: ``(RayWorkerWrapper pid=N, ip=A)`` tags, repeats folded by Ray."""
+    glue: bool = False
+    """tqdm bars are not followed by a newline: the next record is glued to them."""
 
     @property
     def v0(self) -> bool:
@@ -59,6 +63,9 @@ class Writer:
             self.core = "EngineCore pid=77"
         worker = "VllmWorkerProcess" if v < (0, 8) else ("VllmWorker rank={}" if v < (0, 10) else "Worker_TP{}")
         self.workers = [f"{worker.format(i)} pid={90 + i}" for i in range(style.tp)]
+        if style.ray:
+            self.workers = [f"RayWorkerWrapper pid={90 + i}, ip=10.0.0.{2 + i}" for i in range(style.tp)]
+        self._glued = ""
 
     @property
     def tokens(self) -> _TokenPool:
@@ -72,6 +79,8 @@ class Writer:
 
     def _finish(self, text: str) -> list[str]:
         style = self.style
+        if self._glued:
+            text, self._glued = self._glued + text, ""
         if style.compose:
             text = f"{style.compose}  | {text}"
         if style.kubectl:
@@ -103,6 +112,20 @@ class Writer:
     def raw(self, proc: str | None, text: str) -> list[str]:
         """A line not from vLLM's logger (uvicorn, tqdm, prints, C++)."""
         return self._finish(f"{self.tag(proc)}{text}")
+
+    def bar(self, proc: str | None, text: str) -> list[str]:
+        """A tqdm bar: its own line, or (``glue``) waiting for the next record to be printed after it."""
+        if self.style.glue:
+            self._glued = f"{self.tag(proc)}{text}"
+            return []
+        return self.raw(proc, text)
+
+    def repeated(self, proc: str | None, level: str, where: str, msg: str, times: int) -> list[str]:
+        """A record Ray folded with ``[repeated Nx across cluster]`` (plain record without Ray)."""
+        lines = self.log(proc, level, where, msg)
+        if self.style.ray:
+            lines = [line + f" [repeated {times}x across cluster]" for line in lines]
+        return lines
 
 
 def _traceback(frames: list[tuple[str, int, str, str]], error: str) -> str:
@@ -156,9 +179,9 @@ def startup(w: Writer, model: str = "meta-llama/Llama-3.1-70B-Instruct") -> Iter
     for done in range(0, 31, 6):
         w.tick(14)
         bar = "█" * (done // 3)
-        yield from w.raw(w.workers[0], f"Loading safetensors checkpoint shards: {done * 100 // 30:3d}% Completed | {done}/30 [{done * 14 // 60:02d}:{done * 14 % 60:02d}<00:00,  2.31s/it]{bar}")
-    for worker in w.workers:
-        yield from w.log(worker, "INFO", "gpu_model_runner.py:2602", "Model loading took 65.7188 GiB and 84.211340 seconds")
+        yield from w.bar(w.workers[0], f"Loading safetensors checkpoint shards: {done * 100 // 30:3d}% Completed | {done}/30 [{done * 14 // 60:02d}:{done * 14 % 60:02d}<00:00,  2.31s/it]{bar}")
+    yield from w.repeated(w.workers[0], "INFO", "gpu_model_runner.py:2602",
+                          "Model loading took 65.7188 GiB and 84.211340 seconds", len(w.workers))
     w.tick(28)
     yield from w.log(w.workers[0], "INFO", "backends.py:548", "Dynamo bytecode transform time: 11.84 s")
     yield from w.log(w.workers[0], "INFO", "monitor.py:34", "torch.compile takes 27.12 s in total")
@@ -167,7 +190,7 @@ def startup(w: Writer, model: str = "meta-llama/Llama-3.1-70B-Instruct") -> Iter
     yield from w.log(w.core, "INFO", "kv_cache_utils.py:1087", "GPU KV cache size: 271,104 tokens")
     yield from w.log(w.core, "INFO", "kv_cache_utils.py:1091", "Maximum concurrency for 131,072 tokens per request: 2.07x")
     w.tick(19)
-    yield from w.raw(w.workers[0], "Capturing CUDA graphs (mixed prefill-decode, PIECEWISE): 100%|██████████| 67/67 [00:12<00:00,  5.41it/s]")
+    yield from w.bar(w.workers[0], "Capturing CUDA graphs (mixed prefill-decode, PIECEWISE): 100%|██████████| 67/67 [00:12<00:00,  5.41it/s]")
     yield from w.log(w.workers[0], "INFO", "gpu_model_runner.py:3480", "Graph capturing finished in 19 secs, took 1.12 GiB")
     yield from w.log(w.core, "INFO", "core.py:210", "init engine (profile, create kv cache, warmup model) took 71.49 seconds")
     yield from w.log(w.api, "INFO", "api_server.py:1971", "Starting vLLM API server 0 on http://0.0.0.0:8000")
@@ -463,6 +486,13 @@ def slow_startup_v1(w: Writer) -> Iterator[str]:
         yield from w.raw(w.api, line)
 
 
+def other_program(w: Writer) -> Iterator[str]:
+    """Not vLLM at all: a web application's log (the verdict must be unknown)."""
+    for number in range(400):
+        w.tick(3)
+        yield f"{w.now:%Y-%m-%d %H:%M:%S},{number % 1000:03d} INFO django.request GET /api/items/{number} 200"
+
+
 def healthy_tail(w: Writer, load: Load) -> Iterator[str]:
     """The server is shut down on purpose after serving."""
     w.tick(3)
@@ -504,6 +534,9 @@ def incident(
     if name == "slow-startup":
         yield from slow_startup_v1(w)
         return
+    if name == "not-vllm":
+        yield from other_program(w)
+        return
     load = load or Load()
     yield from startup(w)
     yield from serving(w, minutes, load)
@@ -514,5 +547,7 @@ def expected_kind(name: str, style: Style | None = None) -> str:
     """The verdict a scenario must get."""
     if name == "slow-startup":
         return "slow"
+    if name == "not-vllm":
+        return "unknown"
     table = V0_INCIDENTS if (style or Style()).v0 else INCIDENTS
     return table[name][0]

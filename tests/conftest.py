@@ -242,3 +242,9 @@ def ptrace_possible() -> str | None:
 
 
 needs_ptrace = pytest.mark.skipif(ptrace_possible() is not None, reason=str(ptrace_possible()))
+
+
+def pytest_report_header(config):  # noqa: ARG001 - pytest hook signature
+    budget = settings().max_examples
+    return [f"engdiag fuzz budget: {budget} examples per property (ENGDIAG_FUZZ_EXAMPLES); ptrace: "
+            f"{ptrace_possible() or 'available'}"]

@@ -9,13 +9,14 @@ import pytest
 from engdiag import synth
 from engdiag.analysis.analyze import analyze
 
-V1 = sorted(synth.INCIDENTS) + ["slow-startup"]
+V1 = sorted(synth.INCIDENTS) + ["slow-startup", "not-vllm"]
 V0 = sorted(synth.V0_INCIDENTS)
 SHAPES = {
     "plain-0.11": synth.Style(),
     "kubectl-esc-0.20": synth.Style(version="0.20.0", kubectl=True, color="esc"),
     "compose-lost-esc-crlf-0.9": synth.Style(version="0.9.2", compose="vllm-1", color="lost", crlf=True),
     "caret-wrapped-0.8": synth.Style(version="0.8.5", color="caret", wrap=150),
+    "ray-glued-bars-0.10": synth.Style(version="0.10.2", ray=True, glue=True, color="esc"),
 }
 
 

@@ -15,6 +15,7 @@ from engdiag.logs.events import (
     CudaOom,
     Event,
     Failure,
+    Phase,
     Progress,
     ScheduledTokens,
     Signal,
@@ -31,7 +32,9 @@ HUGE_STEP_TOKENS = 32_768
 
 
 def is_startup_work(event: Event) -> bool:
-    """Weight loading, profiling, compilation or CUDA-graph capture."""
+    """Weight loading, profiling, compilation or CUDA-graph capture (not the API server waiting on them)."""
+    if isinstance(event.data, Phase) and event.data.name.startswith("waiting"):
+        return False
     if event.signal in STARTUP_WORK:
         return True
     return isinstance(event.data, Progress) and any(b in event.data.bar for b in _STARTUP_BARS)

@@ -369,6 +369,12 @@ RULES: tuple[Rule, ...] = (
     Rule(Signal.STARTUP_PHASE, "Capturing cudagraphs", _c(r"Capturing cudagraphs for decoding"), _phase("cuda_graph_capture")),
     Rule(Signal.STARTUP_PHASE, "Capturing the model for CUDA graphs", _c(r"Capturing the model for CUDA graphs"), _phase("cuda_graph_capture")),
     Rule(Signal.STARTUP_PHASE, "Waiting for READY message", _c(r"Waiting for READY message from DP Coordinator"), _phase("waiting_for_dp_coordinator")),
+    Rule(
+        Signal.STARTUP_PHASE,
+        "remote core engine proc",
+        _c(r"Waiting for \d+ local, \d+ remote core engine proc\(s\) to (?:start|connect)"),
+        _phase("waiting_for_engine_cores"),
+    ),
     Rule(Signal.SERVER_READY, "Application startup complete", _c(r"Application startup complete")),
     Rule(Signal.SERVER_READY, "Starting vLLM API server", _c(r"Starting vLLM API server")),
     Rule(Signal.COMPILE, "torch.compile take", _c(r"torch\.compile takes (?P<s>[\d.]+) s in total"), _phase("torch_compile", seconds="s")),
