@@ -7,12 +7,9 @@ import os
 import signal
 import subprocess
 import sys
-import threading
-import time
 from datetime import datetime
 from pathlib import Path
 
-import pytest
 
 from engdiag import synth
 from engdiag.commands.watch import _snapshotter

@@ -23,7 +23,6 @@ from engdiag.logs.events import (
     Payload,
     Phase,
     Preemption,
-    Progress,
     PromptLength,
     ScheduledTokens,
     ShmStall,

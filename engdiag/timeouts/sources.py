@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import socket
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -80,7 +79,7 @@ def fetch_metrics(location: str) -> str:
             return response.read(MAX_SCRAPE_BYTES).decode("utf-8", "replace")
     except urllib.error.HTTPError as error:
         raise NetworkError(f"{location}: the server answered {error.code} {error.reason}") from error
-    except (TimeoutError, socket.timeout) as error:
+    except TimeoutError as error:
         raise NetworkError(f"{location}: no answer within {URL_TIMEOUT_S:g} s") from error
     except (urllib.error.URLError, OSError, ValueError) as error:
         reason = getattr(error, "reason", error)
