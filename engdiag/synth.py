@@ -303,7 +303,7 @@ def serving(w: Writer, minutes: float, load: Load) -> Iterator[str]:
 # ---- incidents --------------------------------------------------------------------------------
 
 
-def _engine_dead(w: Writer, error: str) -> Iterator[str]:
+def _engine_dead(w: Writer) -> Iterator[str]:
     tb = _traceback(
         [("v1/engine/async_llm.py", 439, "output_handler", "outputs = await engine_core.get_output_async()"),
          ("v1/engine/core_client.py", 846, "get_output_async", "raise self._format_exception(outputs) from None")],
@@ -357,7 +357,7 @@ def deadlock_v1(w: Writer, load: Load) -> Iterator[str]:
         f"total_num_scheduled_tokens={load.running}, scheduled_spec_decode_tokens={{}}"
     )
     yield from _step_fatal(w, scheduled, "TimeoutError: RPC call to execute_model timed out.")
-    yield from _engine_dead(w, "TimeoutError")
+    yield from _engine_dead(w)
 
 
 def slow_prefill_v1(w: Writer, load: Load) -> Iterator[str]:
@@ -373,7 +373,7 @@ def slow_prefill_v1(w: Writer, load: Load) -> Iterator[str]:
         "total_num_scheduled_tokens=160000"
     )
     yield from _step_fatal(w, scheduled, "TimeoutError: RPC call to execute_model timed out.")
-    yield from _engine_dead(w, "TimeoutError")
+    yield from _engine_dead(w)
 
 
 def oom_fragmentation_v1(w: Writer, load: Load) -> Iterator[str]:
@@ -395,7 +395,7 @@ def oom_fragmentation_v1(w: Writer, load: Load) -> Iterator[str]:
     tb = _traceback([("v1/engine/core.py", 701, "run_engine_core", "engine_core.run_busy_loop()")],
                     "RuntimeError: Worker failed with error 'CUDA out of memory. Tried to allocate 1.95 GiB.', please check the stack trace above for the root cause")
     yield from w.log(w.core, "ERROR", "core.py:710", "EngineCore encountered a fatal error.\n" + tb)
-    yield from _engine_dead(w, "RuntimeError")
+    yield from _engine_dead(w)
 
 
 def oom_exhaustion_v0(w: Writer, load: Load) -> Iterator[str]:
@@ -435,7 +435,7 @@ def crash_ima_v1(w: Writer, load: Load) -> Iterator[str]:
     yield from w.raw(None, "terminate called after throwing an instance of 'c10::Error'")
     yield from w.raw(None, "  what():  CUDA error: an illegal memory access was encountered")
     yield from w.log(w.core, "ERROR", "multiproc_executor.py:150", "Worker proc VllmWorker-0 died unexpectedly, shutting down executor.")
-    yield from _engine_dead(w, "RuntimeError")
+    yield from _engine_dead(w)
 
 
 def nccl_watchdog_v0(w: Writer, load: Load) -> Iterator[str]:

@@ -166,9 +166,18 @@ def test_native_cannot_go_with_nonblocking():
     ],
 )
 def test_bad_pids_get_one_clear_line(pid, code, message):
+    if pid == "1" and "python" in " ".join(_cmdline_of_init()).lower():
+        pytest.skip("pid 1 is a Python process here (a container running Python as init)")
     result = run_engdiag("snapshot", "--", pid)
     assert result.returncode == code, result.stderr
     assert message in result.stderr.decode() and "Traceback" not in result.stderr.decode()
+
+
+def _cmdline_of_init() -> list[str]:
+    try:
+        return psutil.Process(1).cmdline()
+    except psutil.Error:
+        return []
 
 
 def test_a_non_python_process_is_refused():

@@ -139,7 +139,7 @@ def _memory_steps(facts: Facts, sub_kind: MemoryKind | None) -> list[Step]:
     ]
 
 
-def ruled_out(facts: Facts, kind: Kind, sub_kind: MemoryKind | None) -> list[str]:
+def ruled_out(facts: Facts, kind: Kind) -> list[str]:
     """One sentence per other verdict saying why it does not fit."""
     t = facts.t
     reasons: list[str] = []

@@ -159,7 +159,7 @@ def _scan_range(part: _Range) -> _RangeResult:
     return _RangeResult(builder, scanner.summary, scanner.clock)
 
 
-def _join(results: list[_RangeResult], base_year: int) -> tuple[TimelineBuilder, SourceSummary] | None:
+def _join(results: list[_RangeResult]) -> tuple[TimelineBuilder, SourceSummary] | None:
     """Chain the ranges' builders and summaries; None when a clock did not continue (New Year inside)."""
     first = results[0]
     year, last = first.clock.year, first.clock.last
@@ -201,7 +201,7 @@ def scan_parallel(
     parts = [_Range(log.path, log.name, index, base_year, show_prompts, s, e) for s, e in zip(bounds, ends, strict=True)]
     with ProcessPoolExecutor(max_workers=len(parts), mp_context=_context()) as pool:
         results = list(pool.map(_scan_range, parts))
-    return _join(results, base_year)
+    return _join(results)
 
 
 def _position(stream: object) -> int:

@@ -92,7 +92,7 @@ class _Draft:
             headline=self.headline,
             sub_kind=self.sub_kind,
             evidence=tuple(self.items),
-            ruled_out=tuple(ruled_out(self.facts, self.kind, self.sub_kind)),
+            ruled_out=tuple(ruled_out(self.facts, self.kind)),
             next_steps=tuple(next_steps(self.facts, self.kind, self.sub_kind, self.root)),
             undecided=self.undecided,
             notes=tuple(self.notes),
