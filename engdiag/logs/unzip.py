@@ -60,11 +60,13 @@ class ThreadedGzipReader(io.RawIOBase):
                         if not compressed:
                             break
                         decompressor, between_members = zlib.decompressobj(wbits=31), False
-                    data = decompressor.decompress(compressed)
+                    data = decompressor.decompress(compressed, CHUNK)  # bounded: logs compress 10x
                     if data and not self._put(data):
                         return
-                    compressed = decompressor.unused_data if decompressor.eof else b""
-                    between_members = decompressor.eof
+                    if decompressor.eof:
+                        compressed, between_members = decompressor.unused_data, True
+                    else:
+                        compressed = decompressor.unconsumed_tail
             self._put(None)
         except (OSError, EOFError, zlib.error) as error:
             self._put(_Failed(error))
