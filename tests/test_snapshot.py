@@ -16,7 +16,7 @@ from engdiag.snapshot import nvml, tree
 from engdiag.snapshot.capture import take_snapshot
 from engdiag.snapshot.model import Category, Motion, SnapshotOptions
 
-from tests.conftest import needs_ptrace, run_engdiag
+from tests.conftest import ROOT, needs_ptrace, run_engdiag
 
 pytestmark = [pytest.mark.ptrace, needs_ptrace]
 FAST = SnapshotOptions(samples=3, interval_s=0.3)
@@ -206,3 +206,15 @@ def test_no_nvml_is_a_record_not_an_error():
     if state.available:
         pytest.skip("this machine has a working NVIDIA driver; the no-NVML path is for machines without one")
     assert state.reason and ("NVML" in state.reason or "driver" in state.reason)
+
+
+def test_engdiag_never_samples_itself_or_its_py_spy():
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        ["bash", "-c", f'exec 3>&1; "{sys.executable}" -m engdiag snapshot $$ --samples 1 --no-bundle'],
+        capture_output=True, timeout=60, cwd=ROOT,
+    )
+    assert result.returncode == ExitCode.TARGET_GONE
+    assert b"no Python process in the tree" in result.stderr or b"engdiag itself" in result.stderr

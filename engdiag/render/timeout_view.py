@@ -29,6 +29,8 @@ def env_lines(rec: Recommendation) -> str:
 def args_line(rec: Recommendation) -> str:
     """The ``vllm serve`` flags that apply, on one line."""
     parts = [f"{s.knob.name} {shlex.quote(s.value or '')}" for s in _settable(rec, Kind.FLAG)]
+    if not parts:
+        return "# no vllm serve flag to set for this version (see --format env or table)\n"
     return " ".join(parts) + "\n"
 
 

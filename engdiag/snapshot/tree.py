@@ -87,9 +87,11 @@ def _is_kernel_thread(proc: psutil.Process) -> bool:
 
 
 def walk(pid: int) -> list[ProcessInfo]:
-    """The process and all its descendants, parents before children."""
+    """The process and all its descendants, parents before children (never engdiag itself)."""
     if pid <= 0:
         raise TargetGone(f"{pid} is not a process id", hint="pass a positive pid, e.g. from `pgrep -f 'vllm serve'`")
+    if pid == os.getpid():
+        raise TargetGone(f"pid {pid} is engdiag itself", hint="pass the pid of the vLLM API server or EngineCore")
     try:
         root = psutil.Process(pid)
         if _is_kernel_thread(root):
@@ -99,7 +101,7 @@ def walk(pid: int) -> list[ProcessInfo]:
         raise TargetGone(f"no process with pid {pid}") from None
     except psutil.AccessDenied as error:
         raise TargetGone(f"pid {pid} cannot be read ({error})") from None
-    infos = [_info(root)] + [_info(child) for child in children]
+    infos = [_info(root)] + [_info(child) for child in children if child.pid != os.getpid()]
     if pid == 1 and infos[0].python is not True:
         raise TargetGone(
             f"pid 1 is the init process ({infos[0].name}), not a vLLM server",
