@@ -156,10 +156,11 @@ def test_snapshot_without_ptrace_permission(spawn):
     assert "ptrace permission denied" in err and "SYS_PTRACE" in err and "ptrace_scope" in err
 
 
-def test_snapshot_when_py_spy_is_missing(cli, monkeypatch, tmp_path):
+def test_snapshot_when_py_spy_is_missing(cli, monkeypatch, tmp_path, spawn):
+    target = spawn("busy.py")
     monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
     monkeypatch.setenv("PATH", str(tmp_path))
-    result = cli("snapshot", str(os.getpid()), "--samples", "1", "--no-bundle")
+    result = cli("snapshot", str(target.pid), "--samples", "1", "--no-bundle")
     assert result.exit_code == ExitCode.CAPTURE_UNAVAILABLE
     assert "py-spy not found" in result.stderr
 
