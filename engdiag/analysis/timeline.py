@@ -9,7 +9,6 @@ what was fatal, and who went silent first.
 
 from __future__ import annotations
 
-import math
 from collections import Counter, deque
 from dataclasses import dataclass, field
 
@@ -27,6 +26,7 @@ from engdiag.logs.events import (
     Version,
 )
 from engdiag.logs.scan import Seen, SourceSummary
+from engdiag.quantile import nearest_rank
 
 PROGRESS = frozenset(
     {
@@ -428,23 +428,12 @@ class TimelineBuilder:
         total = sum(lengths.values())
         if not total:
             return PromptStats(0, None, None, None, None, False, {})
-        ordered = sorted(lengths.items())
-
-        def quantile(q: float) -> int:
-            rank = max(1, math.ceil(q * total))
-            seen = 0
-            for value, count in ordered:
-                seen += count
-                if seen >= rank:
-                    return value
-            return ordered[-1][0]
-
         return PromptStats(
             count=total,
-            p50=quantile(0.50),
-            p95=quantile(0.95),
-            p99=quantile(0.99),
-            max=ordered[-1][0],
+            p50=nearest_rank(lengths, 0.50),
+            p95=nearest_rank(lengths, 0.95),
+            p99=nearest_rank(lengths, 0.99),
+            max=max(lengths),
             lower_bound=self._lower_bound,
             origins=dict(self._origins),
         )

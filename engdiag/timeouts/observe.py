@@ -8,12 +8,12 @@ explicit user values winning over observed ones.
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
 from engdiag.analysis.timeline import Gap, Timeline
 from engdiag.logs.events import Phase, Progress, Signal
+from engdiag.quantile import nearest_rank
 from engdiag.timeouts.knobs import Engine, Version, default_engine, parse_version
 
 
@@ -52,45 +52,23 @@ class Observations:
 
     def prompt_quantile(self, percentile: float) -> int | None:
         """Nearest-rank quantile of prompt lengths (``percentile`` in 0–100]."""
-        total = self.prompt_count
-        if not total:
-            return None
-        rank = max(1, math.ceil(percentile / 100 * total))
-        seen = 0
-        for length, count in sorted(self.prompt_lengths.items()):
-            seen += count
-            if seen >= rank:
-                return length
-        return max(self.prompt_lengths)
-
-
-def _quantile(histogram: dict[float, int], q: float) -> float | None:
-    total = sum(histogram.values())
-    if not total:
-        return None
-    rank = max(1, math.ceil(q * total))
-    seen = 0
-    for value, count in sorted(histogram.items()):
-        seen += count
-        if seen >= rank:
-            return value
-    return None
+        return nearest_rank(self.prompt_lengths, percentile / 100)
 
 
 def _prefill_rate(timeline: Timeline) -> Figure | None:
     """A conservative prefill rate: the 25th percentile of saturated intervals, never an idle-diluted mean."""
     load = timeline.load
-    step = _quantile(load.step_prefill_tps, 0.25)
+    step = nearest_rank(load.step_prefill_tps, 0.25)
     if step is not None:
         return Figure(step, f"p25 of {sum(load.step_prefill_tps.values())} per-step prefill rates (Iteration lines)")
     if sum(load.busy_prompt_tps.values()) >= 3:
-        busy = _quantile(load.busy_prompt_tps, 0.25)
+        busy = nearest_rank(load.busy_prompt_tps, 0.25)
         if busy is not None:
             count = sum(load.busy_prompt_tps.values())
             return Figure(busy, f"p25 of {count} stats intervals with prefill work and a queue")
     if load.prompt_tps:
         # without a queue an interval is partly idle: its busiest quarter is the least diluted
-        top = _quantile(load.prompt_tps, 0.75)
+        top = nearest_rank(load.prompt_tps, 0.75)
         if top is not None:
             return Figure(top, f"p75 of {sum(load.prompt_tps.values())} stats intervals with prefill work (no queue seen)")
     return None
@@ -128,7 +106,7 @@ def from_timeline(timeline: Timeline) -> Observations:
     engine_name = timeline.version.engine if timeline.version else None
     engine = Engine(engine_name) if engine_name in ("V0", "V1") else default_engine(version)
     load = timeline.load
-    decode = _quantile(load.decode_tps_per_request, 0.25)
+    decode = nearest_rank(load.decode_tps_per_request, 0.25)
     config = timeline.config
     fired = tuple(
         (e.signal.value, f"{e.source}:{e.line}")

@@ -17,6 +17,7 @@ from pathlib import Path
 from prometheus_client.parser import text_string_to_metric_families
 
 from engdiag.errors import InputError, NetworkError
+from engdiag.quantile import nearest_rank
 from engdiag.timeouts.observe import Figure, Observations, from_lengths
 
 PROMPT_KEYS = ("prompt_tokens", "prompt_len", "prompt_length", "num_prompt_tokens", "input_tokens", "prompt_token_count")
@@ -197,17 +198,5 @@ def parse_sample(text: str, name: str) -> MetricsSample:
         generation_tokens=values.get("generation_tokens"),
         finished=values.get("finished"),
         kv_pct=max(kv) if kv else None,
-        prompt_p99=_p99(lengths),
+        prompt_p99=nearest_rank(lengths, 0.99),
     )
-
-
-def _p99(lengths: dict[int, int]) -> int | None:
-    total = sum(lengths.values())
-    if not total:
-        return None
-    seen = 0
-    for length, count in sorted(lengths.items()):
-        seen += count
-        if seen >= 0.99 * total:
-            return length
-    return max(lengths)
