@@ -108,6 +108,15 @@ def open_binary(log: LogInput) -> Iterator[BinaryIO]:
         raise _failure(log.name, error) from error
 
 
+def decode_line(raw: bytes) -> str:
+    """One line's bytes (without its newline) as every reader sees it: cut, CR dropped, bad UTF-8 replaced.
+
+    The byte-range splitter, ``--since`` and ``watch`` must read lines exactly as
+    ``read_lines`` does, or their records would differ from a plain scan's.
+    """
+    return raw[:MAX_LINE_BYTES].rstrip(b"\r").decode("utf-8", "replace")
+
+
 def read_lines(
     stream: BinaryIO, name: str, *, first_line: int = 1, byte_limit: int | None = None
 ) -> Iterator[tuple[int, str]]:
@@ -127,7 +136,7 @@ def read_lines(
             consumed += len(chunk)
             if not chunk.endswith(b"\n"):
                 consumed += _skip_rest_of_line(stream)
-            yield lineno, chunk.rstrip(b"\n").rstrip(b"\r").decode("utf-8", "replace")
+            yield lineno, decode_line(chunk.rstrip(b"\n"))
     except (OSError, EOFError, zlib.error) as error:
         raise _failure(name, error) from error
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engdiag.logs.inputs import MAX_LINE_BYTES
+from engdiag.logs.inputs import decode_line
 from engdiag.logs.lines import Piece, pieces
 from engdiag.logs.records import joins
 
@@ -20,8 +20,7 @@ WINDOW_BYTES = 4 << 20
 
 def _pieces(raw: bytes, lineno: int) -> list[Piece]:
     """The pieces ``read_lines`` + ``pieces`` would make of one raw line (without its newline)."""
-    text = raw[:MAX_LINE_BYTES].rstrip(b"\r").decode("utf-8", "replace")
-    return pieces(text, lineno)
+    return pieces(decode_line(raw), lineno)
 
 
 def _cut_after(handle: object, target: int) -> int | None:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from engdiag.errors import UsageError
 from engdiag.logs.events import Stamp
+from engdiag.logs.inputs import decode_line
 from engdiag.logs.lines import pieces
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(KiB|MiB|GiB|KB|MB|GB|K|M|G)\s*$", re.IGNORECASE)
@@ -131,7 +132,7 @@ def _first_stamp_at(handle: object, offset: int) -> Stamp | None:
     block: bytes = handle.read(_PROBE_BYTES)  # type: ignore[attr-defined]
     start = 0 if offset == 0 else block.find(b"\n") + 1
     for raw in block[start:].split(b"\n")[:-1]:
-        for piece in pieces(raw.rstrip(b"\r").decode("utf-8", "replace"), 0):
+        for piece in pieces(decode_line(raw), 0):
             if piece.stamp is not None:
                 return piece.stamp
     return None

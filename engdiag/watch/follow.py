@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from engdiag.logs.inputs import MAX_LINE_BYTES
+from engdiag.logs.inputs import MAX_LINE_BYTES, decode_line
 
 READ_BYTES = 4 << 20
 """Most bytes read per call, so one huge burst cannot stall the loop."""
@@ -82,7 +82,7 @@ class LogFollower:
         out = []
         for raw in data[:cut].split(b"\n"):
             self.lineno += 1
-            out.append((self.lineno, raw[:MAX_LINE_BYTES].rstrip(b"\r").decode("utf-8", "replace")))
+            out.append((self.lineno, decode_line(raw)))
         return out
 
     def close(self) -> None:
