@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 from typing import BinaryIO
 
@@ -19,7 +20,7 @@ from engdiag.analysis.verdict import Verdict
 from engdiag.logs.clock import Clock, base_years
 from engdiag.logs.events import Event, Stamp
 from engdiag.logs.inputs import LogInput, count_lines, expand, file_size, is_gzip, open_binary, read_lines
-from engdiag.logs.lines import pieces
+from engdiag.logs.lines import first_stamp
 from engdiag.logs.scan import LineScanner, SourceSummary
 from engdiag.logs.split import cut_points
 from engdiag.logs.window import Window, past_until, since_start, stream_tail, tail_start
@@ -71,13 +72,7 @@ def _first_stamp(log: LogInput) -> Stamp | None:
     if log.path is None:
         return None
     with open_binary(log) as stream:
-        for lineno, line in read_lines(stream, log.name):
-            for piece in pieces(line, lineno):
-                if piece.stamp is not None:
-                    return piece.stamp
-            if lineno >= _PEEK_LINES:
-                return None
-    return None
+        return first_stamp(line for _, line in islice(read_lines(stream, log.name), _PEEK_LINES))
 
 
 def _lines(log: LogInput, stream: BinaryIO, window: Window) -> Iterator[tuple[int, str]]:

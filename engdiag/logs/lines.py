@@ -11,6 +11,7 @@ process tag and the header (vLLM, PyTorch glog, NCCL, uvicorn), and leaves a
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
 
@@ -226,6 +227,15 @@ def pieces(line: str, lineno: int) -> list[Piece]:
         for part in _split_glued(text):
             out.append(_parse(part, lineno, kube_ts, repeat, width))
     return out
+
+
+def first_stamp(lines: Iterable[str]) -> Stamp | None:
+    """The time of the first line that has one."""
+    for line in lines:
+        for piece in pieces(line, 0):
+            if piece.stamp is not None:
+                return piece.stamp
+    return None
 
 
 def access_status(msg: str) -> tuple[str, str, int] | None:

@@ -18,7 +18,7 @@ from pathlib import Path
 from engdiag.errors import UsageError
 from engdiag.logs.events import Stamp
 from engdiag.logs.inputs import decode_line
-from engdiag.logs.lines import pieces
+from engdiag.logs.lines import first_stamp
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(KiB|MiB|GiB|KB|MB|GB|K|M|G)\s*$", re.IGNORECASE)
 _UNITS = {"k": 1 << 10, "kib": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mib": 1 << 20, "mb": 1 << 20,
@@ -131,11 +131,7 @@ def _first_stamp_at(handle: object, offset: int) -> Stamp | None:
     handle.seek(offset)  # type: ignore[attr-defined]
     block: bytes = handle.read(_PROBE_BYTES)  # type: ignore[attr-defined]
     start = 0 if offset == 0 else block.find(b"\n") + 1
-    for raw in block[start:].split(b"\n")[:-1]:
-        for piece in pieces(decode_line(raw), 0):
-            if piece.stamp is not None:
-                return piece.stamp
-    return None
+    return first_stamp(decode_line(raw) for raw in block[start:].split(b"\n")[:-1])
 
 
 def since_start(path: Path, since: Stamp) -> int:
