@@ -13,10 +13,17 @@ from tests.conftest import CORPUS
 
 CASES = sorted(p for p in CORPUS.iterdir() if (p / "case.json").exists())
 OTHER = {"crashed", "healthy", "unknown"}
+UNDECIDABLE_FROM_THE_LOG = {
+    # The excerpt is six lines of the executor's dequeue traceback and nothing else.  The thread's
+    # "slow" rests on what the reporter found outside the log (--gdn-prefill-backend triton avoids it;
+    # cold FlashInfer GDN kernels JIT-compile for minutes, PR #46764).  The same six lines end a hung
+    # worker's step, so the honest verdict is unknown, naming the lines that would decide.
+    "qwen35-flashinfer-gdn-prefill-jit-rpc-timeout": "slow",
+}
 
 
 def test_corpus_is_complete():
-    assert len(CASES) == 20
+    assert len(CASES) == 55
     for case in CASES:
         meta = json.loads((case / "case.json").read_text())
         assert meta["source"].startswith("https://github.com/")
@@ -26,7 +33,11 @@ def test_corpus_is_complete():
 def test_corpus_case_gets_its_label(case):
     meta = json.loads((case / "case.json").read_text())
     verdict = analyze([str(case / "log.txt")]).verdict
-    if meta["label"] == "other":
+    if case.name in UNDECIDABLE_FROM_THE_LOG:
+        assert meta["label"] == UNDECIDABLE_FROM_THE_LOG[case.name]
+        assert verdict.kind.value == "unknown", verdict.headline
+        assert verdict.undecided and "JIT" in verdict.undecided
+    elif meta["label"] == "other":
         assert verdict.kind.value in OTHER, verdict.headline
     else:
         assert verdict.kind.value == meta["label"], verdict.headline
@@ -74,3 +85,79 @@ def test_runtime_compilation_explains_a_step_timeout():
     assert verdict.kind.value == "slow"
     assert "compil" in verdict.headline
     assert any("VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS" in (s.command or "") for s in verdict.next_steps)
+
+
+def _analysis(case: str):
+    return analyze([str(CORPUS / case / "log.txt")])
+
+
+def test_a_weight_load_still_advancing_is_a_slow_start_up_with_its_phase():
+    analysis = _analysis("nightly-161-shard-load-timeout-ascend")
+    loading = next(a for a in analysis.model.activities if a.name == "weight loading")
+    assert loading.advancing and not loading.finished
+    assert loading.detail.startswith("138/161") and loading.seconds == 42 * 60 + 52
+    verdict = analysis.verdict
+    assert verdict.kind.value == "slow" and "weight loading" in verdict.headline and "600 s" in verdict.headline
+    assert any("VLLM_ENGINE_READY_TIMEOUT_S=" in (s.command or "") for s in verdict.next_steps)
+
+
+def test_a_2222_s_compile_is_a_slow_start_up_even_without_a_fatal_line():
+    analysis = _analysis("nemotron3-torch-compile-2222s-ray-data")
+    compile_ = next(a for a in analysis.model.activities if a.name == "torch.compile")
+    assert compile_.finished and compile_.seconds == 2222.52
+    assert analysis.verdict.kind.value == "slow" and "torch.compile" in analysis.verdict.headline
+
+
+def test_diverged_collectives_are_a_deadlock_not_a_crash():
+    verdict = _analysis("async-sched-dp-zero-token-step-gloo-size-mismatch").verdict
+    assert verdict.kind.value == "deadlocked" and "different collectives" in verdict.headline
+    assert "8 bytes" in verdict.headline
+    assert not any("CUDA_LAUNCH_BLOCKING" in (s.command or "") for s in verdict.next_steps)
+    assert any("TORCH_DISTRIBUTED_DEBUG=DETAIL" in (s.command or "") for s in verdict.next_steps)
+
+
+def test_a_transport_error_names_the_peer():
+    analysis = _analysis("roce-ib-error-first-allreduce-dual-spark-hang")
+    assert analysis.verdict.kind.value == "deadlocked"
+    assert "10.20.21.20" in analysis.verdict.headline
+    assert any(w.satisfiable is False and "10.20.21.20" in w.on for w in analysis.model.waits)
+
+
+def test_a_wait_on_workers_that_keep_working_is_slow():
+    analysis = _analysis("mnnvl-allreduce-workspace-fd-exchange-30s-retries")
+    wait = next(w for w in analysis.model.waits if w.on == "workers")
+    assert wait.satisfiable is True and "All Reduce workspace" in wait.why
+    assert analysis.verdict.kind.value == "slow"
+
+
+def test_a_ray_compiled_graph_timeout_is_the_guard_outside_vllm():
+    analysis = _analysis("v1-ray-cgraph-10s-timeout-tp16-deepseek-v3")
+    guard = analysis.model.guard
+    assert guard is not None and guard.owner == "Ray" and guard.knob == "RAY_CGRAPH_get_timeout"
+    assert analysis.verdict.kind.value == "slow"
+    assert any("RAY_CGRAPH_get_timeout=" in (s.command or "") for s in analysis.verdict.next_steps)
+
+
+def test_a_printed_limit_is_the_guards_limit():
+    guard = _analysis("qwen72b-l40-15k-prompt-rpc-health-timeout").model.guard
+    assert guard is not None and guard.limit_s == 5.0 and guard.limit_origin == "printed"
+
+
+def test_the_nccl_guard_carries_its_limit_and_what_it_guarded():
+    guard = _analysis("llama405b-fp8-gather-watchdog").model.guard
+    assert guard is not None and guard.owner.startswith("PyTorch")
+    assert guard.limit_s == 600 and "GATHER" in guard.guarded
+
+
+def test_engine_core_waiting_on_silent_multi_node_workers_is_a_deadlock():
+    analysis = _analysis("dp-ep-ray-multinode-rendezvous-loopback-hang")
+    wait = next(w for w in analysis.model.waits if w.on == "workers")
+    assert wait.satisfiable is None and "silent for 65 s" in wait.why
+    assert analysis.verdict.kind.value == "deadlocked"
+    assert analysis.verdict.undecided
+
+
+def test_a_long_generation_that_outlasts_the_client_is_slow():
+    verdict = _analysis("qwen72b-int4-slow-generation-client-aborted").verdict
+    assert verdict.kind.value == "slow" and "client" in verdict.headline
+    assert any(e.role.value == "consequence" and "Aborted" in e.text for e in verdict.evidence)

@@ -14,7 +14,9 @@ from itertools import islice
 from pathlib import Path
 from typing import BinaryIO
 
-from engdiag.analysis.classify import classify
+from engdiag.analysis.classify import judge
+from engdiag.analysis.facts import Facts
+from engdiag.analysis.model import Model
 from engdiag.analysis.timeline import ANOMALIES, FATAL, Timeline, TimelineBuilder, is_progress
 from engdiag.analysis.verdict import Verdict
 from engdiag.logs.clock import Clock, base_years
@@ -61,6 +63,8 @@ class Analysis:
     timeline: Timeline
     incident: Incident
     verdict: Verdict
+    model: Model = Model()
+    """Activities, waits and the guard that fired: what the verdict was judged from."""
 
     @property
     def found_vllm(self) -> bool:
@@ -271,4 +275,5 @@ def analyze(
         summaries.append(summary)
         infos.append(InputInfo(log.name, file_size(log), summary.lines))
     timeline = builder.build(summaries)
-    return Analysis(tuple(infos), timeline, frame_incident(timeline), classify(timeline))
+    facts = Facts(timeline)
+    return Analysis(tuple(infos), timeline, frame_incident(timeline), judge(facts), facts.model)

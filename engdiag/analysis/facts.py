@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
+from engdiag.analysis.model import Model
 from engdiag.analysis.timeline import Timeline
 from engdiag.logs.events import (
     CudaOom,
@@ -58,6 +59,22 @@ class Facts:
     @cached_property
     def position(self) -> dict[int, int]:
         return {id(event): i for i, event in enumerate(self.events)}
+
+    @cached_property
+    def model(self) -> Model:
+        """Activities, waits and the guard that fired (``engdiag.analysis.reconstruct``)."""
+        from engdiag.analysis.reconstruct import build_model
+
+        return build_model(self)
+
+    def event_at(self, source: str, line: int) -> Event | None:
+        """The kept event written at this line."""
+        return next((e for e in self.events if e.source == source and e.line == line), None)
+
+    def seconds(self, earlier: Event, later: Event) -> float | None:
+        """Seconds from one event to another, when both have times."""
+        span = self.t.seconds_between(earlier, later)
+        return None if span is None else float(span)
 
     def at(self, event: Event) -> int:
         """Position of a kept event in time order."""

@@ -69,6 +69,23 @@ class Signal(str, Enum):
     FATAL_SIGNAL = "fatal_signal"
     STACK_DUMP = "stack_dump"
     SHUTDOWN = "shutdown"
+    # waits and the parties they wait on
+    WAITING = "waiting"
+    """A process says it is waiting on another (the V0 API server on MQLLMEngine)."""
+    COLLECTIVE_MISMATCH = "collective_mismatch"
+    """Ranks entered different collectives (sizes or ops disagree): they can never meet."""
+    PEER_LOST = "peer_lost"
+    """A transport to a peer rank failed (NCCL IB/socket error, gloo connection closed)."""
+    RENDEZVOUS_FAILED = "rendezvous_failed"
+    """A rendezvous that cannot complete: members missing, store unreachable, placement unschedulable."""
+    COMM_TIMEOUT = "comm_timeout"
+    """A communication kernel gave up waiting for its peers (DeepEP dispatch/combine)."""
+    BUSY_RETRY = "busy_retry"
+    """A bounded wait that timed out and was retried: the process is working, slowly."""
+    RECOVERY_TIMEOUT = "recovery_timeout"
+    """vLLM's fault tolerance gave up waiting for recovery ([FT] No recovery within N s)."""
+    OPERATOR_STOP = "operator_stop"
+    """Someone asked the server to stop (SIGTERM, a drain)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +155,8 @@ class Stats:
     prefix_hit_pct: float | None = None
     preemptions: int | None = None
     engine: int | None = None
+    corrupted: int | None = None
+    """``Corrupted: N reqs`` (requests with NaN logits; printed by newer V1 stats lines)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,6 +262,27 @@ class Timeout:
 
     call: str | None = None
     limit_s: float | None = None
+    guard: str | None = None
+    """Which guard fired when the line says (``ray-cgraph``, ``deepep``, ``watchdog``...)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Rendezvous:
+    """A rendezvous or placement that can never complete, with who is missing."""
+
+    joined: int | None = None
+    expected: int | None = None
+    limit_s: float | None = None
+    address: str | None = None
+    what: str = "rendezvous"
+
+
+@dataclass(frozen=True, slots=True)
+class Peer:
+    """A failed link or a diverged collective, naming the other party where the line does."""
+
+    peer: str | None = None
+    detail: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,6 +305,10 @@ class Progress:
     bar: str
     done: int
     total: int | None
+    elapsed_s: float | None = None
+    """Time the bar had run (``[42:52<05:11, ...]``)."""
+    seconds_per_item: float | None = None
+    """The bar's rate as seconds per item (``13.56s/it``, or 1 / ``it/s``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,6 +342,8 @@ Payload = (
     | Preemption
     | ShmStall
     | Timeout
+    | Rendezvous
+    | Peer
     | NcclWork
     | Progress
     | HttpStatus

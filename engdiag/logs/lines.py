@@ -25,6 +25,11 @@ _TAG = re.compile(
     r"\s*\((?P<name>[A-Za-z_][\w .=-]{0,60}?)"
     r"(?: pid=(?P<pid>\d+)(?:, ip=(?P<ip>[^)\s]*))?)?\)[ \t]?"
 )
+_ACTOR_TAG = re.compile(
+    r"\s*\(?(?P<name>[A-Za-z_]\w*\((?:[^()]|\([^()]*\))*\)) pid=(?P<pid>\d+)(?:, ip=(?P<ip>[^)\s]*))?\)[ \t]?"
+)
+"""A Ray actor whose name has parentheses (Ray Data's ``MapWorker(MapBatches(...))``),
+sometimes with its opening bracket lost in a paste."""
 _ROLE_NAMES = ("EngineCore", "APIServer", "ApiServer", "VllmWorker", "Worker", "RayWorker")
 _BARE_ROLE = re.compile(
     r"(?P<name>(?:EngineCore|APIServer|ApiServer|VllmWorker|Worker)\w*) "
@@ -108,17 +113,36 @@ def _stamp(match: re.Match[str]) -> Stamp | None:
     return Stamp(month, day, hours * 3600 + minutes * 60 + min(seconds, 59))
 
 
-def _tag(text: str) -> tuple[Proc | None, str]:
+def _one_tag(text: str) -> tuple[Proc | None, str]:
     match = _TAG.match(text)
     if match is not None:
         name = match["name"].strip()
         pid = match["pid"]
         if pid is not None or name.startswith(_ROLE_NAMES):
             return Proc(name, int(pid) if pid else None, match["ip"]), text[match.end() :]
+    match = _ACTOR_TAG.match(text)
+    if match is not None:
+        return Proc(match["name"], int(match["pid"]), match["ip"]), text[match.end() :]
     match = _BARE_ROLE.match(text)
     if match is not None:
         return Proc(match["name"]), text[match.end() :]
     return None, text
+
+
+def _tag(text: str) -> tuple[Proc | None, str]:
+    """The process tag; Ray nests the vLLM process's own tag inside its actor's.
+
+    ``(RayWorkerProc pid=7, ip=10.0.0.2) (Worker_DP0_TP0 pid=7) INFO ...`` names
+    the worker: the inner tag is the vLLM process, the outer one only adds the host.
+    Ray Data's ``(MapWorker(MapBatches(...)) pid=N)`` wraps an engine core the same way.
+    """
+    proc, rest = _one_tag(text)
+    while proc is not None:
+        inner, after = _one_tag(rest)
+        if inner is None:
+            break
+        proc, rest = Proc(inner.name, inner.pid, inner.host or proc.host), after
+    return proc, rest
 
 
 def _parse(
@@ -246,10 +270,34 @@ def access_status(msg: str) -> tuple[str, str, int] | None:
     return match["method"], match["path"], int(match["status"])
 
 
-def bar_progress(msg: str) -> tuple[str, int, int | None] | None:
-    """Name, done and total of a tqdm bar piece."""
+_BAR_TIMING = re.compile(
+    r"\[(?P<elapsed>(?:\d+:)?\d+:\d\d)(?:<[^,\]]*)?(?:, *(?P<rate>[\d.]+) ?(?P<unit>s/it|it/s))?"
+)
+
+
+def _clock_seconds(text: str) -> float:
+    """``42:52`` or ``1:02:03`` → seconds."""
+    seconds = 0.0
+    for part in text.split(":"):
+        seconds = seconds * 60 + int(part)
+    return seconds
+
+
+def bar_progress(msg: str) -> tuple[str, int, int | None, float | None, float | None] | None:
+    """Name, done, total, elapsed seconds and seconds per item of a tqdm bar piece.
+
+    The timing block ``[42:52<05:11, 13.56s/it]`` says how long the activity has run
+    and how fast it advances: what tells a slow start-up from a stuck one.
+    """
     match = _BAR.match(msg)
     if match is None:
         return None
     total = match["total"]
-    return match["bar"].strip(), int(match["done"]), None if total == "?" else int(total)
+    elapsed = rate = None
+    timing = _BAR_TIMING.search(msg, match.end())
+    if timing is not None:
+        elapsed = _clock_seconds(timing["elapsed"])
+        if timing["rate"] is not None:
+            value = float(timing["rate"])
+            rate = value if timing["unit"] == "s/it" else (1 / value if value > 0 else None)
+    return match["bar"].strip(), int(match["done"]), None if total == "?" else int(total), elapsed, rate

@@ -21,10 +21,12 @@ from engdiag.logs.events import (
     NcclWork,
     ParallelConfig,
     Payload,
+    Peer,
     Phase,
     Preemption,
     PromptLength,
     ScheduledTokens,
+    Rendezvous,
     ShmStall,
     Signal,
     Stats,
@@ -77,11 +79,12 @@ _KV = re.compile(r"(?<!CPU )(?:GPU|\w+(?: \+ \w+)?) KV cache usage: ([\d.]+)%")
 _CPU_KV = re.compile(r"CPU KV cache usage: ([\d.]+)%")
 _PREFIX = re.compile(r"Prefix cache hit rate: ([\d.]+)%")
 _PREEMPT = re.compile(r"Preemptions: (\d+)")
+_CORRUPT = re.compile(r"Corrupted: (\d+) reqs")
 
 
 def _stats(match: re.Match[str], text: str) -> Iterable[Payload]:
     rest = text[match.end() : text.find("\n", match.end()) if "\n" in text[match.end() :] else None]
-    kv, cpu, prefix, preempt = (p.search(rest) for p in (_KV, _CPU_KV, _PREFIX, _PREEMPT))
+    kv, cpu, prefix, preempt, corrupt = (p.search(rest) for p in (_KV, _CPU_KV, _PREFIX, _PREEMPT, _CORRUPT))
     yield Stats(
         prompt_tps=float(match["p"]),
         generation_tps=float(match["g"]),
@@ -93,6 +96,7 @@ def _stats(match: re.Match[str], text: str) -> Iterable[Payload]:
         prefix_hit_pct=_f(prefix.group(1)) if prefix else None,
         preemptions=_i(preempt.group(1)) if preempt else None,
         engine=_i(match["engine"]),
+        corrupted=_i(corrupt.group(1)) if corrupt else None,
     )
 
 
@@ -190,6 +194,25 @@ def last_exception(text: str) -> str | None:
     for found in _EXCEPTION_LINE.finditer(text):  # noqa: B007 - keep the last
         pass
     return found.group(1).strip()[:300] if found else None
+
+
+def _step_wait(guard: str) -> Builder:
+    """The executor's wait for the workers' answer to a step, seen in a traceback.
+
+    A traceback through the response wait is a step timeout when it ends in
+    TimeoutError, or when it is cut off before its end (pasted fragments); one that
+    ends in another exception is a worker failure reported through the same wait.
+    """
+
+    def build(match: re.Match[str], text: str) -> Iterable[Payload]:
+        ending = last_exception(text[match.end() :])
+        if ending is None or ending.split(":")[0].split(".")[-1] in _TIMEOUT_ERRORS:
+            yield Timeout(call="execute_model", guard=guard)
+
+    return build
+
+
+_TIMEOUT_ERRORS = {"TimeoutError", "RayChannelTimeoutError", "GetTimeoutError"}
 
 
 def _failure(name: str) -> Builder:
@@ -374,6 +397,12 @@ RULES: tuple[Rule, ...] = (
         _c(r"Waiting for \d+ local, \d+ remote core engine proc\(s\) to (?:start|connect)"),
         _phase("waiting_for_engine_cores"),
     ),
+    Rule(
+        Signal.STARTUP_PHASE,
+        "core engine proc(s) to start",
+        _c(r"Waiting for \d+ core engine proc\(s\) to start"),
+        _phase("waiting_for_engine_cores"),
+    ),
     Rule(Signal.SERVER_READY, "Application startup complete", _c(r"Application startup complete")),
     Rule(Signal.SERVER_READY, "Starting vLLM API server", _c(r"Starting vLLM API server")),
     Rule(Signal.COMPILE, "torch.compile take", _c(r"torch\.compile takes (?P<s>[\d.]+) s in total"), _phase("torch_compile", seconds="s")),
@@ -555,7 +584,169 @@ RULES: tuple[Rule, ...] = (
         _c(r"terminate called after throwing an instance of '(?P<w>[^']+)'"),
         lambda m, t: [Failure(exception=m["w"])],
     ),
-    Rule(Signal.STACK_DUMP, "[Watchdog]Dumped stack", _c(r"\[Watchdog\]Dumped stack to (?P<p>\S+)")),
+    Rule(
+        Signal.RPC_TIMEOUT,
+        "dequeue_timeout",
+        _c(r"get_response\(w, dequeue_timeout\)|dequeue\(timeout=dequeue_timeout\)"),
+        _step_wait("vllm-step"),
+    ),
+    Rule(Signal.RPC_TIMEOUT, "_wait_for_response", _c(r"in _wait_for_response\b"), _step_wait("vllm-step")),
+    Rule(Signal.RPC_TIMEOUT, "worker_response_mq.dequeue(", _c(r"worker_response_mq\.dequeue\("), _step_wait("vllm-step")),
+    Rule(Signal.RPC_TIMEOUT, "_dag_output_fetcher.read(", _c(r"_dag_output_fetcher\.read\("), _step_wait("ray-cgraph")),
+    Rule(
+        Signal.RPC_TIMEOUT,
+        "RayChannelTimeoutError",
+        _c(r"RayChannelTimeoutError"),
+        _const(Timeout(call="execute_model", guard="ray-cgraph")),
+    ),
+    Rule(
+        Signal.ENGINE_READY_TIMEOUT,
+        "Timed out waiting for new engine",
+        _c(r"Timed out waiting for new engine core processes to start(?:\. Waited (?P<s>\d+)s)?"),
+        lambda m, t: [Timeout(call="scale-up handshake", limit_s=_f(m["s"]), guard="engine-ready")],
+    ),
+    Rule(
+        Signal.ENGINE_READY_TIMEOUT,
+        "DP Coordinator process failed to report",
+        _c(r"DP Coordinator process failed to report ZMQ addresses within timeout=(?P<s>\d+)"),
+        lambda m, t: [Timeout(call="DP coordinator start-up", limit_s=_f(m["s"]), guard="dp-coordinator")],
+    ),
+    Rule(
+        Signal.RECOVERY_TIMEOUT,
+        "[FT] No recovery within",
+        _c(r"\[FT\] No recovery within (?P<s>\d+)s timeout"),
+        lambda m, t: [Timeout(call="fault-tolerance recovery", limit_s=_f(m["s"]), guard="ft")],
+    ),
+    # waits on other parties ----------------------------------------------------------
+    Rule(
+        Signal.WAITING,
+        "Waiting for output from MQLLMEngine",
+        _c(r"Waiting for output from MQLLMEngine"),
+        _const(Peer(peer="engine", detail="API server waiting for engine output")),
+    ),
+    Rule(
+        Signal.COLLECTIVE_MISMATCH,
+        "op.preamble.length <= op.nbytes",
+        _c(r"op\.preamble\.length <= op\.nbytes\.? ?(?P<a>\d+)? ?(?:vs (?P<b>\d+))?"),
+        lambda m, t: [Peer(detail=f"a peer sent {m['a']} bytes where this rank expected {m['b']}" if m["a"] else None)],
+    ),
+    Rule(
+        Signal.COLLECTIVE_MISMATCH,
+        "Detected mismatch between collectives",
+        _c(r"Detected mismatch between collectives on ranks\. Rank (?P<a>\d+) is running collective: [^\n]*?, but Rank (?P<b>\d+)"),
+        lambda m, t: [Peer(peer=f"rank {m['b']}", detail=f"rank {m['a']} and rank {m['b']} ran different collectives")],
+    ),
+    Rule(
+        Signal.PEER_LOST,
+        "NET/IB",
+        _c(r"NET/IB ?: ?(?:Got completion from peer (?P<peer>[\w.:]+)(?:<\d+>)? with (?:error|status)[ =]?(?P<st>\w+)|(?P<other>[^\n]*?(?:error|Error|failed)))"),
+        lambda m, t: [Peer(peer=m["peer"], detail=f"InfiniBand/RoCE transport error{': ' + m['st'] if m['st'] else ''}")],
+    ),
+    Rule(
+        Signal.PEER_LOST,
+        "ncclRemoteError",
+        _c(r"ncclRemoteError"),
+        _const(Peer(detail="NCCL: a remote process exited or the network failed")),
+    ),
+    Rule(
+        Signal.PEER_LOST,
+        "remote process exited or there was a network error",
+        _c(r"remote process exited or there was a network error"),
+        _const(Peer(detail="NCCL: a remote process exited or the network failed")),
+    ),
+    Rule(
+        Signal.PEER_LOST,
+        "Connection closed by peer",
+        _c(r"Connection closed by peer(?: \[(?P<peer>[^\]]+)\])?"),
+        lambda m, t: [Peer(peer=m["peer"], detail="gloo: the peer closed the connection (it exited)")],
+    ),
+    Rule(
+        Signal.PEER_LOST,
+        "Connection reset by peer",
+        _c(r"(?:gloo|pair\.cc)[^\n]*Connection reset by peer"),
+        _const(Peer(detail="gloo: the peer reset the connection (it exited)")),
+    ),
+    Rule(
+        Signal.RENDEZVOUS_FAILED,
+        "clients joined",
+        _c(r"Timed out after (?P<s>\d+) seconds waiting for clients\. (?P<j>\d+)/(?P<n>\d+) clients joined"),
+        lambda m, t: [Rendezvous(joined=int(m["j"]), expected=int(m["n"]), limit_s=_f(m["s"]))],
+    ),
+    Rule(
+        Signal.RENDEZVOUS_FAILED,
+        "while trying to connect to",
+        _c(r"timed out after (?P<ms>\d+)ms while trying to connect to \((?P<addr>[^)]*)\)"),
+        lambda m, t: [Rendezvous(limit_s=int(m["ms"]) / 1000, address=m["addr"].replace(" ", ""), what="store")],
+    ),
+    Rule(
+        Signal.RENDEZVOUS_FAILED,
+        "cannot be scheduled right now",
+        _c(r"(?:resource request|tasks?|actors?)[^\n]*cannot be scheduled right now"),
+        _const(Rendezvous(what="placement")),
+    ),
+    Rule(
+        Signal.RENDEZVOUS_FAILED,
+        "Cannot provide a placement group",
+        _c(r"Cannot provide a placement group"),
+        _const(Rendezvous(what="placement")),
+    ),
+    Rule(
+        Signal.WAITING,
+        "Waiting for creating a placement group",
+        _c(r"Waiting for creating a placement group of specs for (?P<s>\d+) seconds"),
+        lambda m, t: [Peer(peer="Ray placement group", detail=f"waited {m['s']} s for GPUs to be placed")],
+    ),
+    Rule(
+        Signal.COMM_TIMEOUT,
+        "DeepEP error: timeout",
+        _c(r"DeepEP error: timeout \((?P<w>[^)]*)\)"),
+        lambda m, t: [Timeout(call=f"DeepEP {m['w']}", guard="deepep")],
+    ),
+    Rule(
+        Signal.COMM_TIMEOUT,
+        "DeepEP timeout check failed",
+        _c(r"DeepEP timeout check failed: rank = (?P<r>\d+)"),
+        lambda m, t: [Timeout(call="DeepEP dispatch/combine", guard="deepep")],
+    ),
+    Rule(
+        Signal.BUSY_RETRY,
+        "All Reduce workspace",
+        _c(r"Failed to initialize FlashInfer All Reduce workspace: (?P<d>[^\n]{0,160})"),
+        lambda m, t: [Phase("all-reduce workspace set-up (timed out, retried)")],
+    ),
+    Rule(
+        Signal.OPERATOR_STOP,
+        "received SIGTERM",
+        _c(r"received SIGTERM"),
+        _const(Failure(name="SIGTERM")),
+    ),
+    Rule(Signal.OPERATOR_STOP, "Received SIGTERM", _c(r"Received SIGTERM"), _const(Failure(name="SIGTERM"))),
+    Rule(
+        Signal.OPERATOR_STOP,
+        "received signal=SIG",
+        _c(r"trigger received signal=(?P<s>SIG(?:TERM|INT))"),
+        lambda m, t: [Failure(name=m["s"])],
+    ),
+    Rule(Signal.OPERATOR_STOP, "shutdown triggered", _c(r"\[shutdown\] API server: shutdown triggered"), _const(Failure(name="shutdown"))),
+    Rule(Signal.FATAL_SIGNAL, "Segfault encountered", _c(r"Segfault encountered"), _const(Failure(exception="Segmentation fault"))),
+    Rule(
+        Signal.COMPILE,
+        "during inference: ",
+        _c(r"(?P<b>[\w-]+) (?P<e>kernel JIT compilation|[\w ]{0,40}?) during inference: (?P<fn>[^\s.]+)"),
+        lambda m, t: [Phase(f"{m['b']} {m['e']} during inference")],
+    ),
+    Rule(
+        Signal.STACK_DUMP,
+        "[Watchdog]Dumped stack",
+        _c(r"\[Watchdog\]Dumped stack to (?P<p>\S+) due to (?P<r>[^\n]+)"),
+        lambda m, t: [Timeout(call=m["r"].strip(), guard="watchdog")],
+    ),
+    Rule(
+        Signal.STACK_DUMP,
+        "[Watchdog]Failed to dump stack trace",
+        _c(r"\[Watchdog\]Failed to dump stack trace"),
+        _const(Timeout(call="feed timeout", guard="watchdog")),
+    ),
     Rule(Signal.SHUTDOWN, "Shutting down FastAPI HTTP server", _c(r"Shutting down FastAPI HTTP server")),
     Rule(Signal.SHUTDOWN, "Application shutdown complete", _c(r"Application shutdown complete")),
     Rule(Signal.SHUTDOWN, "Gracefully stopping http server", _c(r"Gracefully stopping http server")),

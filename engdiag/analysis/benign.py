@@ -1,0 +1,115 @@
+"""Benign look-alikes: lines that read like an incident and are not one.
+
+Domain facts encoded here (docs/verdicts.md, "Benign"):
+
+* ``Engine core proc ... died unexpectedly`` after every request finished is the
+  engine core exiting with the script (``benign-enginecore-died-at-script-exit``).
+* An operator's stop (SIGTERM, a drain) before any fault is a clean shutdown: the
+  ``engine core exited unexpectedly`` and engine-dead errors after it are the
+  shutdown, not a crash (synthetic ``clean-operator-shutdown`` incident).
+* A worker's shared-memory wait while the engine is idle is the worker waiting for
+  work (``idle-worker-shm-broadcast-info-benign``); one engine-core wait during
+  start-up work is that work.
+"""
+
+from __future__ import annotations
+
+from engdiag.analysis.draft import Draft
+from engdiag.analysis.facts import Facts
+from engdiag.analysis.timeline import FATAL
+from engdiag.analysis.verdict import Kind, Role, Verdict
+from engdiag.logs.events import Event, Progress, Signal, Timeout
+
+_FAULTS = (FATAL - {Signal.WORKER_DIED, Signal.ENGINE_DEAD, Signal.ENGINE_FATAL, Signal.PROCESS_EXCEPTION}) | {
+    Signal.COLLECTIVE_MISMATCH,
+    Signal.PEER_LOST,
+    Signal.RENDEZVOUS_FAILED,
+    Signal.COMM_TIMEOUT,
+    Signal.WORKER_EXCEPTION,
+}
+_SHUTDOWN_EXCEPTIONS = ("KeyboardInterrupt", "SystemExit", "CancelledError", "asyncio.exceptions.CancelledError")
+
+
+def _stop(facts: Facts) -> Event | None:
+    stops = facts.t.of(Signal.OPERATOR_STOP)
+    dumps = [e for e in facts.t.of(Signal.STACK_DUMP) if isinstance(e.data, Timeout) and "SIG" in (e.data.call or "")]
+    found = sorted([*stops, *dumps], key=facts.at)
+    return found[0] if found else None
+
+
+def operator_stop(facts: Facts) -> Verdict | None:
+    """Someone stopped the server before anything failed: what follows is the shutdown."""
+    stop = _stop(facts)
+    if stop is None:
+        return None
+    if any(e.signal in _FAULTS for e in facts.before(stop)):
+        return None
+    after = facts.after(stop)
+    if any(e.signal in _FAULTS - {Signal.RPC_TIMEOUT} for e in after):
+        return None
+    for event in after:
+        exception = facts.exception_of(event)
+        if event.signal in (Signal.ENGINE_FATAL, Signal.WORKER_EXCEPTION) and exception and not exception.startswith(
+            _SHUTDOWN_EXCEPTIONS
+        ):
+            return None
+    draft = Draft(facts, Kind.HEALTHY, 0.75,
+                  "healthy: an operator stopped the server and it shut down; the errors after the stop are the "
+                  "shutdown, not a failure")
+    draft.cite(stop, Role.ROOT_CAUSE, "the stop was requested")
+    drained = [e for e in after if e.signal is Signal.SHUTDOWN]
+    draft.cite(drained[-1] if drained else None, Role.SUPPORTING, "the server finished shutting down")
+    for event in [e for e in after if e.signal in FATAL][:3]:
+        draft.cite(event, Role.CONSEQUENCE, "printed while the processes exit")
+    draft.cite(facts.t.last_progress, Role.CONTEXT, "last work before the stop")
+    draft.undecided = "who sent the signal: the orchestrator's events (kubectl describe pod, systemd journal)"
+    return draft.done()
+
+
+def exit_after_work(facts: Facts) -> Verdict | None:
+    """``Engine core proc ... died unexpectedly`` after all requests finished is a normal exit."""
+    deaths = facts.t.of(Signal.WORKER_DIED)
+    others = [e for e in facts.t.of(*FATAL) if e.signal is not Signal.WORKER_DIED]
+    if not deaths or others or not all("Engine core proc" in e.text for e in deaths):
+        return None
+    death = deaths[0]
+    finished = [
+        e
+        for e in facts.before(death)
+        if isinstance(e.data, Progress) and e.data.total and e.data.done >= e.data.total
+        and e.data.bar.startswith("Processed prompts")
+    ]
+    last_stats = [s for e, s in facts.stats if facts.at(e) < facts.at(death)]
+    idle = bool(last_stats) and last_stats[-1].running == 0
+    shutdown = facts.t.first_of(Signal.SHUTDOWN)
+    if not (finished or idle or shutdown):
+        return None
+    draft = Draft(facts, Kind.HEALTHY, 0.75,
+                  "healthy: the engine core exited after all work finished (a benign message at shutdown)")
+    draft.cite(finished[-1] if finished else shutdown, Role.SUPPORTING, "all requests had finished")
+    draft.cite(death, Role.CONTEXT, "printed at normal process exit; not a failure")
+    return draft.done()
+
+
+def quiet(facts: Facts) -> Verdict | None:
+    """No incident: at most shared-memory waits that idle workers and start-up work print."""
+    if not facts.events:
+        return None
+    worker_stalls = facts.shm_stalls(workers=True)
+    core_stalls = facts.shm_stalls(workers=False)
+    if worker_stalls or core_stalls:
+        stalls = worker_stalls + core_stalls
+        reason = (
+            "a worker waiting for work while the engine is idle"
+            if worker_stalls and not core_stalls
+            else "start-up work (compile, weight loading, warm-up)"
+        )
+        draft = Draft(facts, Kind.HEALTHY, 0.6, f"healthy: the shared-memory wait lines are {reason}")
+        for event in stalls[:2]:
+            draft.cite(event, Role.CONTEXT, "benign on an idle worker and during start-up")
+        return draft.done()
+    draft = Draft(facts, Kind.HEALTHY, 0.7, "healthy: no timeout, stall, memory or crash signal in the log")
+    draft.cite(facts.t.last_progress, Role.CONTEXT, "last progress")
+    if not draft.items and facts.events:
+        draft.cite(facts.events[-1], Role.CONTEXT, "the last vLLM line")
+    return draft.done()

@@ -1,0 +1,91 @@
+"""Crashes: faults that are not timeouts, waits or memory — and the first one in time is the cause.
+
+Domain facts encoded here (docs/verdicts.md, "Crashes"):
+
+* The first hard fault in time is the root cause; the NCCL aborts, engine-dead
+  errors and shared-memory waits after it are its consequences
+  (``shm-broadcast-then-custom-allreduce-ima-startup``: the wait comes first, the
+  illegal memory access decides).
+* ``ncclCommWatchdog`` frames without "Watchdog caught collective operation
+  timeout" are the watchdog tearing the process down after a CUDA error, not a
+  stuck collective (``illegal-memory-access-nccl-watchdog-frames``).
+* A worker killed by SIGKILL is the host's OOM killer or an operator; SIGSEGV and
+  SIGABRT are native crashes.
+* A C++ ``terminate called`` raised by a communication library (gloo, c10d) is how a
+  failed collective ends a process: the collective decides, not the abort
+  (``async-sched-dp-zero-token-step-gloo-size-mismatch``).
+"""
+
+from __future__ import annotations
+
+from engdiag.analysis.draft import Draft
+from engdiag.analysis.facts import Facts
+from engdiag.analysis.verdict import Kind, Role, Verdict
+from engdiag.logs.events import Event, Signal
+
+KILLED = {-9: "SIGKILL", 137: "SIGKILL", -11: "SIGSEGV", 139: "SIGSEGV", -6: "SIGABRT", 134: "SIGABRT"}
+_COMM_ABORTS = ("gloo", "c10d", "DistBackendError", "DistStoreError", "DistNetworkError", "nccl")
+
+
+def killed_worker(facts: Facts) -> Event | None:
+    """A worker that died of a signal (exit code), not of an exception."""
+    for event in facts.t.of(Signal.WORKER_DIED):
+        if getattr(event.data, "exit_code", None) in KILLED:
+            return event
+    return None
+
+
+def is_comm_abort(event: Event) -> bool:
+    """A ``terminate called`` whose exception comes from a communication library."""
+    exception = getattr(event.data, "exception", None) or ""
+    return event.signal is Signal.FATAL_SIGNAL and any(name in exception for name in _COMM_ABORTS)
+
+
+def crash(facts: Facts, root: Event) -> Verdict:
+    """A CUDA error, a fatal signal or a killed worker as the first fault."""
+    if root.signal is Signal.WORKER_DIED:
+        signal_name = KILLED.get(getattr(root.data, "exit_code", 0) or 0, "a signal")
+        headline = f"crashed: a worker process was killed by {signal_name}"
+        if signal_name == "SIGKILL":
+            headline += " (the host's OOM killer or an operator)"
+    else:
+        headline = f"crashed: {root.text[:160]}"
+    draft = Draft(facts, Kind.CRASHED, 0.85, headline)
+    earlier_stalls = [e for e in facts.before(root) if e.signal is Signal.SHM_STALL]
+    draft.cite(root, Role.ROOT_CAUSE)
+    for event in earlier_stalls[-2:]:
+        draft.cite(event, Role.CONTEXT, "the wait before a crash is the crash in progress, not a deadlock")
+    last_work = next((e for e in reversed(facts.before(root)) if e.signal in (Signal.STATS, Signal.PROGRESS_BAR,
+                                                                                Signal.REQUEST_FINISHED)), None)
+    draft.cite(last_work, Role.CONTEXT, "the last progress before the fault")
+    return draft.cite_consequences(root).done()
+
+
+def other_fatal(facts: Facts) -> Verdict | None:
+    """Any other fatal error: a crash whose first exception is named when the log has it."""
+    fatal = facts.t.of(
+        Signal.ENGINE_FATAL,
+        Signal.ENGINE_DEAD,
+        Signal.WORKER_EXCEPTION,
+        Signal.WORKER_DIED,
+        Signal.PROCESS_EXCEPTION,
+        Signal.NCCL_ABORT,
+        Signal.RECOVERY_TIMEOUT,
+    )
+    if not fatal:
+        return None
+    root = fatal[0]
+    exception = next((facts.exception_of(e) for e in fatal if facts.exception_of(e)), None)
+    headline = "crashed: the engine died with " + (exception[:160] if exception else "an error (no timeout, no OOM)")
+    if root.signal is Signal.NCCL_ABORT and not exception:
+        headline = "crashed: the NCCL watchdog tore the engine process down after a GPU error (no collective timed out)"
+    draft = Draft(facts, Kind.CRASHED, 0.65 if exception else 0.55, headline)
+    if root.signal is Signal.NCCL_ABORT:
+        draft.notes.append(
+            "ncclCommWatchdog frames without 'Watchdog caught collective operation timeout' are the "
+            "watchdog tearing the process down after a CUDA error, not a stuck collective"
+        )
+    draft.cite(root, Role.ROOT_CAUSE)
+    if not exception:
+        draft.undecided = "the first error of the dying process (often a CUDA error) is not in this log"
+    return draft.cite_consequences(root).done()

@@ -1,0 +1,110 @@
+"""GPU memory: fragmentation, exhaustion and KV-cache pressure.
+
+Domain facts encoded here (docs/verdicts.md, "Memory"):
+
+* PyTorch's OOM message says how much memory sat reserved-but-unallocated in its
+  cache.  When that is at least the failed request (or half of a large one), the
+  memory exists but is split: fragmentation (``kaito-oom-736mib-reserved-unallocated``,
+  ``turboquant-continuation-prefill-oom-711mib-reserved``).  Otherwise the GPU is
+  simply full: exhaustion (``nemotron-nano-startup-oom-33gib``).
+* The KV cache not fitting after the weights is exhaustion at start-up.
+* Preemption after preemption with KV usage near full is KV-cache pressure
+  (``chunked-prefill-n8-swap-preemption-storm``,
+  ``v1-long-prefill-fills-kv-97pct-preemption-loop``); usage climbing to the top
+  while decoding starves is its early form (``kv-cache-97pct-freeze-2x4090``).
+"""
+
+from __future__ import annotations
+
+from engdiag.analysis.draft import Draft
+from engdiag.analysis.facts import KV_HIGH_PCT, Facts
+from engdiag.analysis.verdict import Kind, MemoryKind, Role, Verdict
+from engdiag.logs.events import Event, Preemption, Signal
+from engdiag.units import format_bytes
+
+
+def _pad(text: str) -> str:
+    return f" {text}" if text else ""
+
+
+def oom(facts: Facts, root: Event) -> Verdict:
+    """A CUDA OOM: fragmentation when the cache holds enough unallocated memory, else exhaustion."""
+    numbers = facts.oom(root)
+    when = {"start-up": "at start-up", "serving": "while serving"}.get(facts.phase_at(root) or "", "")
+    draft = Draft(facts, Kind.FRAGMENTED, 0.8, "")
+    tried, reserved = numbers.tried, numbers.reserved_unallocated
+    if tried is not None and reserved is not None and (reserved >= tried or reserved >= 0.5 * tried >= 256 << 20):
+        draft.sub_kind = MemoryKind.FRAGMENTATION
+        draft.confidence = 0.85 if reserved >= tried else 0.65
+        draft.headline = (
+            f"GPU memory fragmented{_pad(when)}: CUDA OOM asking for {format_bytes(tried)} while "
+            f"{format_bytes(reserved)} sat reserved but unallocated in PyTorch's cache"
+        )
+        note = "reserved-but-unallocated ≥ the failed request: the memory exists but is split"
+    else:
+        draft.sub_kind = MemoryKind.EXHAUSTION
+        if tried is not None:
+            draft.headline = (
+                f"GPU memory exhausted{_pad(when)}: CUDA OOM asking for {format_bytes(tried)} with "
+                f"{format_bytes(numbers.free)} free and only {format_bytes(reserved)} reserved-but-unallocated"
+            )
+            note = "little reserved-but-unallocated memory: not fragmentation, the GPU is full"
+        else:
+            draft.headline = f"GPU memory exhausted{_pad(when)}: CUDA out of memory"
+            note = "the message carries no allocator numbers"
+        draft.notes.append(
+            "PyTorch prints the expandable_segments hint in every OOM; it only helps when "
+            "reserved-but-unallocated memory is large"
+        )
+    draft.cite(root, Role.ROOT_CAUSE, note)
+    for event in facts.t.of(Signal.CUDA_OOM)[1:3]:
+        draft.cite(event, Role.SUPPORTING)
+    return draft.cite_consequences(root).done()
+
+
+def kv_cache_does_not_fit(facts: Facts, root: Event) -> Verdict:
+    """The KV cache does not fit in what the weights leave: exhaustion at start-up."""
+    draft = Draft(facts, Kind.FRAGMENTED, 0.85,
+                  "GPU memory exhausted at start-up: the KV cache does not fit in what is left after the weights")
+    draft.sub_kind = MemoryKind.EXHAUSTION
+    return draft.cite(root, Role.ROOT_CAUSE).cite_consequences(root).done()
+
+
+def kv_pressure(facts: Facts) -> Verdict | None:
+    """Preemption storms with KV usage near full, or usage climbing to the top while decoding starves."""
+    preemptions = facts.t.of(Signal.PREEMPTION)
+    cumulative = max((e.data.cumulative or 0 for e in preemptions if isinstance(e.data, Preemption)), default=0)
+    v1_preempt = [e for e, s in facts.stats if s.preemptions]
+    peak = facts.kv_peak or 0.0
+    if (cumulative >= 50 or len(v1_preempt) >= 3) and peak >= KV_HIGH_PCT:
+        draft = Draft(
+            facts,
+            Kind.FRAGMENTED,
+            0.7,
+            f"KV-cache pressure: usage reached {peak:.1f}% and the scheduler kept preempting requests"
+            + (f" ({cumulative} preemptions)" if cumulative else ""),
+        )
+        draft.sub_kind = MemoryKind.KV_PRESSURE
+        draft.cite((preemptions or v1_preempt)[-1], Role.ROOT_CAUSE, "requests evicted for lack of KV space")
+        draft.cite(max(facts.stats, key=lambda pair: pair[1].gpu_kv_pct or 0)[0], Role.SUPPORTING)
+        return draft.done()
+    series = [(e, s) for e, s in facts.stats if s.gpu_kv_pct is not None]
+    tail = series[-3:]
+    if len(tail) == 3 and tail[-1][1].gpu_kv_pct >= KV_HIGH_PCT:  # type: ignore[operator]
+        values = [s.gpu_kv_pct for _, s in tail]
+        if values == sorted(values) and values[-1] - values[0] >= 2:  # type: ignore[operator]
+            last = tail[-1][1]
+            starving = last.generation_tps < 0.05 * max(last.prompt_tps, 1.0)
+            draft = Draft(
+                facts,
+                Kind.FRAGMENTED,
+                0.55 if starving else 0.4,
+                f"KV-cache pressure: GPU KV cache usage climbing to {values[-1]:.1f}%"
+                + (" while decoding has almost stopped" if starving else ""),
+            )
+            draft.sub_kind = MemoryKind.KV_PRESSURE
+            draft.cite(tail[-1][0], Role.ROOT_CAUSE, "usage near full and still rising")
+            draft.cite(tail[0][0], Role.SUPPORTING)
+            draft.undecided = "whether preemptions follow: the next stats lines (Preemptions: N) or /metrics"
+            return draft.done()
+    return None

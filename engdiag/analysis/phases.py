@@ -1,0 +1,332 @@
+"""Phases and activities: what each process was doing, for how long, and whether it still advanced.
+
+Domain facts encoded here (docs/verdicts.md, "Phases"):
+
+* Start-up is a sequence of long activities — weight loading, memory profiling,
+  KV-cache sizing, torch.compile, CUDA-graph capture, kernel JIT warm-up — each of
+  which can take from seconds to hours.  One that is still advancing (shards
+  done/total moving at a steady s/it) is slow, not stuck
+  (``nightly-161-shard-load-timeout-ascend``: 138/161 shards after 42 min).
+* A start-up activity that ran longer than the engine-ready default (600 s) is an
+  incident even when nothing fatal was printed: the next launch with the default,
+  or an orchestrator's probe, kills it (``nemotron3-torch-compile-2222s-ray-data``:
+  torch.compile took 2222 s).
+* A server whose only request is still generating steadily is working: the
+  "hang" is a long generation outlasting the client's wait
+  (``qwen3-thinking-never-ends-engine-healthy-180tps``,
+  ``qwen72b-int4-slow-generation-client-aborted``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+from engdiag.analysis.draft import Draft
+from engdiag.analysis.facts import Facts
+from engdiag.analysis.model import Activity
+from engdiag.analysis.verdict import Kind, Role, Verdict
+from engdiag.logs.events import (
+    _DAYS_BEFORE_MONTH,
+    SECONDS_PER_DAY,
+    SECONDS_PER_YEAR,
+    Event,
+    Memory,
+    Phase,
+    Progress,
+    Signal,
+    Stamp,
+    Stats,
+)
+from engdiag.timeouts.knobs import ENGINE_READY
+
+ENGINE_READY_DEFAULT_S = float(ENGINE_READY.default)
+"""vLLM's default start-up limit (VLLM_ENGINE_READY_TIMEOUT_S; fixed 600 s before 0.14)."""
+
+_REPORTED = {
+    "weights_loaded": "weight loading",
+    "weights_read": "weight reading",
+    "memory_profiled": "memory profiling",
+    "engine_initialised": "engine init (profile, KV cache, warm-up)",
+    "cuda_graphs_captured": "CUDA-graph capture",
+    "dynamo": "Dynamo bytecode transform",
+}
+_BARS = (("checkpoint shards", "weight loading"), ("Capturing CUDA graph", "CUDA-graph capture"))
+_FINISHES = {"weight loading": "weights_loaded", "CUDA-graph capture": "cuda_graphs_captured"}
+
+
+def _proc(event: Event) -> str | None:
+    return event.proc.label if event.proc is not None else None
+
+
+def _minus(stamp: Stamp | None, seconds: float | None) -> str | None:
+    """The time ``seconds`` before ``stamp``, as vLLM prints times."""
+    if stamp is None:
+        return None
+    if not seconds:
+        return stamp.text
+    key = max(stamp.key - int(seconds), 0) % SECONDS_PER_YEAR
+    day, second = divmod(key, SECONDS_PER_DAY)
+    month = max(i for i, before in enumerate(_DAYS_BEFORE_MONTH) if before <= day)
+    return Stamp(month + 1, day - _DAYS_BEFORE_MONTH[month] + 1, second).text
+
+
+def _span(first: Event, last: Event) -> float | None:
+    if first.stamp is None or last.stamp is None:
+        return None
+    return float(last.stamp.key - first.stamp.key)
+
+
+def _activity(name: str, first: Event, last: Event, *, seconds: float | None, advancing: bool,
+              finished: bool, detail: str, startup: bool = True) -> Activity:
+    return Activity(
+        name=name,
+        process=_proc(first),
+        start=first.stamp.text if first.stamp else None,
+        seconds=seconds,
+        advancing=advancing,
+        finished=finished,
+        detail=detail,
+        source=last.source,
+        line=last.line,
+        startup=startup,
+    )
+
+
+def _bars(facts: Facts) -> Iterable[Activity]:
+    """tqdm bars of start-up work, one activity per bar and process (the slowest kept)."""
+    for key, name in _BARS:
+        groups: dict[str | None, list[Event]] = {}
+        for event in facts.t.of(Signal.PROGRESS_BAR):
+            if isinstance(event.data, Progress) and key in event.data.bar:
+                groups.setdefault(_proc(event), []).append(event)
+        best: Activity | None = None
+        for group in groups.values():
+            first, last = group[0], group[-1]
+            bar: Progress = last.data  # type: ignore[assignment]
+            done = bar.total is not None and bar.done >= bar.total
+            finish = _FINISHES.get(name)
+            ended = done or any(
+                isinstance(e.data, Phase) and e.data.name == finish and _proc(e) == _proc(last)
+                for e in facts.after(last)
+            )
+            moved = bar.done > first.data.done or bar.seconds_per_item is not None  # type: ignore[union-attr]
+            seconds = bar.elapsed_s if bar.elapsed_s is not None else _span(first, last)
+            rate = f", {bar.seconds_per_item:.2f} s/item" if bar.seconds_per_item else ""
+            detail = f"{bar.done}/{bar.total if bar.total is not None else '?'}{rate}"
+            found = _activity(name, first, last, seconds=seconds, advancing=moved and not ended,
+                              finished=ended, detail=detail)
+            if best is None or (found.seconds or 0) > (best.seconds or 0):
+                best = found
+        if best is not None:
+            yield best
+
+
+def _reported(facts: Facts) -> Iterable[Activity]:
+    """Lines that report a finished phase and its duration (``Model loading took ... 41.2 seconds``)."""
+    seen: set[str] = set()
+    for event in facts.t.of(Signal.STARTUP_PHASE):
+        phase = event.data
+        if not isinstance(phase, Phase) or phase.name not in _REPORTED or phase.seconds is None:
+            continue
+        name = _REPORTED[phase.name]
+        if name in seen:
+            continue
+        seen.add(name)
+        yield Activity(name, _proc(event), _minus(event.stamp, phase.seconds), phase.seconds, False, True,
+                       f"reported {phase.seconds:.1f} s" + (f", {phase.gib:.2f} GiB" if phase.gib else ""),
+                       event.source, event.line)
+
+
+def _kv_sizing(facts: Facts) -> Iterable[Activity]:
+    sizes = [e for e in facts.t.of(Signal.MEMORY) if isinstance(e.data, Memory)
+             and e.data.name in ("available_kv_cache", "gpu_blocks", "kv_cache_tokens")]
+    if sizes:
+        parts = [f"{e.data.name.replace('_', ' ')} {e.data.value:g} {e.data.unit}" for e in sizes[:3]]  # type: ignore[union-attr]
+        yield _activity("KV-cache sizing", sizes[0], sizes[-1], seconds=None, advancing=False,
+                        finished=True, detail=", ".join(parts))
+
+
+def _compiles(facts: Facts) -> Iterable[Activity]:
+    """torch.compile at start-up (per graph and in total) and kernel JIT during serving."""
+    startup: list[Event] = []
+    runtime: list[Event] = []
+    for event in facts.t.of(Signal.COMPILE):
+        (runtime if facts.served_before(event) or "inference" in event.text else startup).append(event)
+    if startup:
+        totals = [e for e in startup if isinstance(e.data, Phase) and e.data.name == "torch_compile"]
+        graphs = [e.data.seconds for e in startup
+                  if isinstance(e.data, Phase) and e.data.name == "graph_compile" and e.data.seconds]
+        total = max((e.data.seconds or 0 for e in totals), default=None)  # type: ignore[union-attr]
+        seconds = total if total is not None else (sum(graphs) if graphs else _span(startup[0], startup[-1]))
+        detail = f"{len(graphs)} graph(s), largest {max(graphs):.0f} s" if graphs else "compiling"
+        if total is not None:
+            detail += f"; {total:.0f} s in total"
+        jit_only = all(isinstance(e.data, Phase) and e.data.name == "jit_compile" for e in startup)
+        name = "kernel JIT warm-up" if jit_only else "torch.compile"
+        yield _activity(name, startup[0], startup[-1], seconds=seconds, advancing=total is None and not jit_only,
+                        finished=total is not None, detail=detail)
+    if runtime:
+        yield _activity("kernel JIT during serving", runtime[0], runtime[-1], seconds=_span(runtime[0], runtime[-1]),
+                        advancing=True, finished=False,
+                        detail=f"{len(runtime)} line(s): kernels compiled for shapes warm-up did not cover",
+                        startup=False)
+
+
+def _retries(facts: Facts) -> Iterable[Activity]:
+    retries = facts.t.of(Signal.BUSY_RETRY)
+    if retries:
+        name = retries[0].data.name if isinstance(retries[0].data, Phase) else "set-up retries"
+        yield _activity(name, retries[0], retries[-1], seconds=_span(retries[0], retries[-1]), advancing=True,
+                        finished=False, detail=f"{len(retries)} bounded wait(s) timed out and were retried")
+
+
+def _handshake(facts: Facts) -> Iterable[Activity]:
+    waits = [e for e in facts.t.of(Signal.STARTUP_PHASE)
+             if isinstance(e.data, Phase) and e.data.name.startswith("waiting")]
+    if waits:
+        ready = [e for e in facts.after(waits[0]) if e.signal is Signal.SERVER_READY]
+        end = ready[0] if ready else (facts.events[-1] if facts.events else waits[-1])
+        yield _activity("start-up handshake", waits[0], end, seconds=_span(waits[0], end), advancing=False,
+                        finished=bool(ready), detail=waits[0].text[:120])
+
+
+def _serving(facts: Facts) -> Iterable[Activity]:
+    stats = facts.stats
+    if stats:
+        first, last = stats[0][0], stats[-1][0]
+        numbers: Stats = stats[-1][1]
+        yield _activity(
+            "serving", first, last, seconds=_span(first, last),
+            advancing=numbers.generation_tps > 0 or numbers.prompt_tps > 0, finished=False,
+            detail=f"last interval: {numbers.prompt_tps:g} prompt + {numbers.generation_tps:g} generated tok/s, "
+            f"{numbers.running} running, {numbers.waiting} waiting",
+            startup=False,
+        )
+    bars = [e for e in facts.t.of(Signal.PROGRESS_BAR)
+            if isinstance(e.data, Progress) and e.data.bar.startswith("Processed prompts")]
+    if bars:
+        bar: Progress = bars[-1].data  # type: ignore[assignment]
+        done = bar.total is not None and bar.done >= bar.total
+        yield _activity("offline generation", bars[0], bars[-1], seconds=bar.elapsed_s or _span(bars[0], bars[-1]),
+                        advancing=not done and bar.done > bars[0].data.done, finished=done,  # type: ignore[union-attr]
+                        detail=f"{bar.done}/{bar.total} prompts", startup=False)
+
+
+def _shutdown(facts: Facts) -> Iterable[Activity]:
+    stops = facts.t.of(Signal.OPERATOR_STOP, Signal.SHUTDOWN)
+    if stops:
+        complete = any("shutdown complete" in e.text for e in stops)
+        yield _activity("shutdown", stops[0], stops[-1], seconds=_span(stops[0], stops[-1]), advancing=False,
+                        finished=complete, detail=stops[0].text[:120], startup=False)
+
+
+def activities(facts: Facts) -> list[Activity]:
+    """Every activity the log shows, in the order their last lines appear."""
+    found = [
+        *_bars(facts), *_reported(facts), *_kv_sizing(facts), *_compiles(facts), *_retries(facts),
+        *_handshake(facts), *_serving(facts), *_shutdown(facts),
+    ]
+    index = {(e.source, e.line): i for i, e in enumerate(facts.events)}
+    found.sort(key=lambda a: index.get((a.source, a.line), 0))
+    return found
+
+
+def startup_seconds(facts: Facts, activities: Iterable[Activity]) -> float | None:
+    """Launch to the first sign of serving (or to the end of the log when it never served)."""
+    first = next((e for e in facts.events if e.stamp is not None), None)
+    if first is None:
+        return None
+    serving = next((e for e in facts.events if e.stamp is not None and facts.served_before(e)), None)
+    if serving is None and facts.t.serving_started:
+        return None
+    end = serving or next((e for e in reversed(facts.events) if e.stamp is not None), first)
+    span = _span(first, end)
+    longest = max((a.seconds or 0 for a in activities if a.startup), default=0)
+    return max(span or 0, longest) or None
+
+
+# ---- rules ------------------------------------------------------------------------------
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.0f} min" if seconds >= 120 else f"{seconds:.0f} s"
+
+
+def _knob_steps(draft: Draft, activity: Activity, needed: float) -> None:
+    limit = int(math.ceil(needed * 1.5 / 60) * 60)
+    draft.step(
+        f"give start-up more time than the {_minutes(needed)} this phase needs "
+        "(0.14+; 0.9.1–0.13 have a fixed 600 s)",
+        f"export VLLM_ENGINE_READY_TIMEOUT_S={limit}",
+    )
+    if activity.name == "weight loading":
+        draft.step("load weights from local disk rather than network storage (copy the checkpoint to local NVMe)",
+                   "--download-dir /local/nvme/models")
+    elif activity.name in ("torch.compile", "kernel JIT warm-up"):
+        draft.step("keep vLLM's compile cache between launches (a warm cache skips the compile)",
+                   "export VLLM_CACHE_ROOT=/persistent/vllm-cache")
+        draft.step("to confirm compilation is the cost (slower decode, no compile)", "--enforce-eager")
+    elif activity.name == "CUDA-graph capture":
+        draft.step("capture fewer batch sizes", "--compilation-config '{\"max_cudagraph_capture_size\": 64}'")
+
+
+def slow_startup(facts: Facts) -> Verdict | None:
+    """A start-up activity ran longer than the engine-ready default: slow start-up, fatal or not."""
+    long = [a for a in facts.model.activities if a.startup and (a.seconds or 0) >= ENGINE_READY_DEFAULT_S]
+    if not long:
+        return None
+    activity = max(long, key=lambda a: a.seconds or 0)
+    seconds = activity.seconds or 0
+    state = "was still advancing after" if activity.advancing else ("took" if activity.finished else "ran for")
+    draft = Draft(
+        facts,
+        Kind.SLOW,
+        0.75 if activity.advancing or activity.finished else 0.65,
+        f"slow start-up: {activity.name} {state} {_minutes(seconds)} ({activity.detail}), longer than "
+        f"VLLM_ENGINE_READY_TIMEOUT_S's default of {ENGINE_READY_DEFAULT_S:.0f} s",
+    )
+    event = facts.event_at(activity.source, activity.line)
+    draft.cite(event, Role.ROOT_CAUSE, "start-up work still in progress, not a hang" if activity.advancing
+               else "how long this phase took")
+    fatal = [e for e in facts.events if e.signal in (Signal.ENGINE_READY_TIMEOUT, Signal.ENGINE_FATAL,
+                                                      Signal.PROCESS_EXCEPTION)]
+    for later in fatal[:2]:
+        draft.cite(later, Role.CONSEQUENCE, "the start-up wait gave up")
+    if not fatal:
+        draft.notes.append("nothing fatal was printed; with vLLM's default start-up limit, or a probe with a "
+                           "shorter one, this launch is killed before it serves")
+    draft.root = event
+    _knob_steps(draft, activity, seconds)
+    return draft.done()
+
+
+def long_generation(facts: Facts) -> Verdict | None:
+    """Requests still generating steadily at the end of the log: the engine works; the wait was long."""
+    stats = facts.stats
+    tail = stats[-3:]
+    if len(tail) < 3:
+        return None
+    steady = all(s.running > 0 and s.generation_tps > 0 and s.waiting == 0 for _, s in tail)
+    no_new_prompts = all(s.prompt_tps == 0 for _, s in tail[1:])
+    if not (steady and no_new_prompts):
+        return None
+    last_event, last = tail[-1]
+    aborted = [e for e in facts.after(tail[0][0]) if e.signal is Signal.REQUEST_ABORTED]
+    draft = Draft(
+        facts,
+        Kind.SLOW,
+        0.5 if aborted else 0.45,
+        f"slow: the engine was still generating ({last.generation_tps:g} tok/s for {last.running} "
+        f"request{'s' if last.running != 1 else ''}, no new prompts) — a long generation outlasted the "
+        + ("client's wait (it aborted the request)" if aborted else "caller's wait; the engine itself is healthy"),
+    )
+    draft.cite(last_event, Role.ROOT_CAUSE, "tokens still flowing: the engine is alive and working")
+    draft.cite(tail[0][0], Role.SUPPORTING, "the same requests running interval after interval")
+    if aborted:
+        draft.cite(aborted[0], Role.CONSEQUENCE, "the client gave up and disconnected")
+    draft.step("bound the generation so a request cannot run for minutes", "max_tokens in the request (or --max-model-len)")
+    draft.step("give the client a timeout that covers the longest expected generation",
+               "client request timeout ≥ max_tokens ÷ observed tok/s")
+    draft.undecided = "the client's own timeout and the request's max_tokens decide whether this was expected"
+    return draft.done()

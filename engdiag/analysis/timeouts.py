@@ -1,0 +1,390 @@
+"""Timeouts: which guard fired, its limit, what it guarded — compared with the work in progress.
+
+Domain facts encoded here (docs/verdicts.md, "Timeouts"):
+
+* A timeout is a guard's opinion, not a diagnosis.  The same message ends a slow
+  step and a stuck one; what decides is the work in progress when it fired.
+* Kernels compiled during serving (JIT, autotuning) take minutes and outlast any
+  step guard (``cutedsl-jit-during-inference-sample-tokens-300s``).
+* Start-up work still advancing when the start-up guard fired is slow start-up
+  (``163-shard-weight-load-exceeds-engine-ready-timeout``,
+  ``dp16-deepgemm-warmup-engine-ready-timeout``).
+* A step of a few decode tokens takes milliseconds: a step guard that fires on one
+  means a worker never answered (``v1-single-decode-token-collective-rpc-timeout``).
+* A guard that fired within seconds of the engine's last completed work has a limit
+  shorter than one long step: Ray compiled graphs' 10 s ``RAY_CGRAPH_get_timeout``
+  under a TP16 prefill (``v1-ray-cgraph-10s-timeout-tp16-deepseek-v3``), V0's 5 s
+  health-check RPC during 15k-token prompts
+  (``qwen72b-l40-15k-prompt-rpc-health-timeout``).
+* V0's iteration and heartbeat guards fire on one long step (a long prefill,
+  guided-decoding compilation) far more often than on a hang
+  (``guided-json-complex-schema-iteration-timeout``).
+* vLLM 0.33+'s watchdog (``--watchdog-config``) only dumps stacks after its feed
+  timeout; it kills nothing, so the dump is a stall report to be judged like any wait.
+"""
+
+from __future__ import annotations
+
+from engdiag.analysis.draft import Draft
+from engdiag.analysis.facts import DECODE_STEP_TOKENS, HUGE_STEP_TOKENS, Facts, is_startup_work, stalled
+from engdiag.analysis.model import Guard
+from engdiag.analysis.timeline import is_progress
+from engdiag.analysis.verdict import Kind, Role, Verdict
+from engdiag.logs.events import Event, NcclWork, Signal, Timeout
+from engdiag.timeouts.knobs import (
+    DISTRIBUTED,
+    ENGINE_READY,
+    EXECUTE_MODEL,
+    ITERATION,
+    RPC,
+    WATCHDOG,
+    parse_version,
+)
+
+SHORT_LIMIT_S = 30.0
+"""A step guard this short can be outlasted by one long prefill on a large model."""
+_V0_RPC_CALLS = {"RPCServer", "MQLLMEngine", "Server"}
+GUARD_SIGNALS = (
+    Signal.RPC_TIMEOUT,
+    Signal.ITERATION_TIMEOUT,
+    Signal.HEARTBEAT_LOST,
+    Signal.ENGINE_READY_TIMEOUT,
+    Signal.COMM_TIMEOUT,
+    Signal.NCCL_WATCHDOG_TIMEOUT,
+    Signal.RECOVERY_TIMEOUT,
+    Signal.STACK_DUMP,
+)
+
+
+def _step_limit(facts: Facts) -> tuple[float | None, str]:
+    """The execute_model guard's limit for this version: 40 s fixed in 0.8.x, 300 s from 0.9."""
+    version = parse_version(facts.t.version.version if facts.t.version else None)
+    if version is None:
+        return None, "unknown (300 s from 0.9; 40 s in 0.8)"
+    return (40.0, "default") if version < (0, 9, 0) else (float(EXECUTE_MODEL.default), "default")
+
+
+def _ray_limit(facts: Facts) -> tuple[float | None, str]:
+    """Ray's own 10 s default until vLLM set RAY_CGRAPH_get_timeout to 300 s (0.8.5)."""
+    version = parse_version(facts.t.version.version if facts.t.version else None)
+    if version is None:
+        return None, "unknown (Ray's default 10 s; vLLM sets 300 s from 0.8.5)"
+    return (10.0, "default") if version < (0, 8, 5) else (300.0, "default")
+
+
+def _guard_for(facts: Facts, event: Event) -> Guard:
+    data = event.data if isinstance(event.data, Timeout) else Timeout()
+    where = (event.source, event.line, event.stamp.text if event.stamp else None)
+    limit, origin = (data.limit_s, "printed") if data.limit_s is not None else (None, "unknown")
+    signal = event.signal
+    if signal is Signal.RPC_TIMEOUT and data.guard == "ray-cgraph":
+        limit, origin = _ray_limit(facts)
+        return Guard("Ray compiled-graph read timeout", "Ray", limit, origin,
+                     "reading one step's output from the workers through the Ray compiled graph",
+                     "RAY_CGRAPH_get_timeout", *where)
+    if signal is Signal.RPC_TIMEOUT and data.call in _V0_RPC_CALLS:
+        return Guard("V0 frontend RPC timeout", "vLLM", limit, origin,
+                     "an RPC from the API server to the engine process (health check, request)", RPC.name, *where)
+    if signal is Signal.RPC_TIMEOUT:
+        if limit is None:
+            limit, origin = _step_limit(facts)
+        return Guard(f"{data.call or 'execute_model'} step timeout", "vLLM", limit, origin,
+                     "one model step on the workers (execute_model / sample_tokens)", EXECUTE_MODEL.name, *where)
+    if signal is Signal.ITERATION_TIMEOUT:
+        return Guard("V0 engine iteration timeout", "vLLM", limit or float(ITERATION.default),
+                     origin if limit else "default", "one V0 engine step", ITERATION.name, *where)
+    if signal is Signal.HEARTBEAT_LOST:
+        return Guard("V0 MQLLMEngine heartbeat", "vLLM", limit, origin,
+                     "the V0 engine loop's heartbeat to the API server", RPC.name, *where)
+    if signal is Signal.ENGINE_READY_TIMEOUT:
+        if data.guard == "dp-coordinator":
+            return Guard("DP coordinator start-up timeout", "vLLM", limit, origin,
+                         "the data-parallel coordinator reporting its addresses", None, *where)
+        return Guard("engine start-up timeout", "vLLM", limit or float(ENGINE_READY.default),
+                     origin if limit else "default",
+                     "engine start-up: weight loading, profiling, compilation, CUDA-graph capture",
+                     ENGINE_READY.name, *where)
+    if signal is Signal.COMM_TIMEOUT:
+        return Guard(f"{data.call or 'DeepEP'} timeout", "DeepEP", None, "unknown",
+                     "tokens exchanged between expert-parallel ranks", None, *where)
+    if signal is Signal.NCCL_WATCHDOG_TIMEOUT:
+        work = event.data if isinstance(event.data, NcclWork) else NcclWork(None)
+        what = f"{work.op or 'a collective'}" + (f" #{work.seq}" if work.seq is not None else "")
+        return Guard("NCCL process-group timeout", "PyTorch (NCCL watchdog)",
+                     work.timeout_ms / 1000 if work.timeout_ms else None, "printed" if work.timeout_ms else "unknown",
+                     f"collective {what}", DISTRIBUTED.name, *where)
+    if signal is Signal.STACK_DUMP:
+        return Guard("vLLM watchdog (0.33+)", "vLLM", 300.0, "default",
+                     f"progress of the process's main loop ({data.call or 'feed timeout'}); dumps stacks, never kills",
+                     WATCHDOG.name, *where)
+    if signal is Signal.RECOVERY_TIMEOUT:
+        return Guard("fault-tolerance recovery timeout", "vLLM", limit, origin,
+                     "recovery of the engine after a fault ([FT])", None, *where)
+    return Guard("a timeout", "?", limit, origin, "?", None, *where)
+
+
+def _client_guard(facts: Facts) -> Guard | None:
+    aborted = facts.t.of(Signal.REQUEST_ABORTED)
+    if not aborted or not facts.stats:
+        return None
+    event = aborted[0]
+    return Guard("client request timeout", "client", None, "unknown",
+                 "the whole request, as the client or gateway waits for it", "client request timeout",
+                 event.source, event.line, event.stamp.text if event.stamp else None)
+
+
+def guard(facts: Facts) -> Guard | None:
+    """The guard that fired first (vLLM's, Ray's, NCCL's, DeepEP's, or the client's)."""
+    for event in facts.t.of(*GUARD_SIGNALS):
+        if event.signal is Signal.STACK_DUMP and isinstance(event.data, Timeout) and "SIG" in (event.data.call or ""):
+            continue
+        return _guard_for(facts, event)
+    fatal = timeout_event(facts)
+    if fatal is not None:
+        return _guard_for(facts, fatal)
+    return _client_guard(facts)
+
+
+def timeout_event(facts: Facts) -> Event | None:
+    """The first line where one of vLLM's own timeouts fired."""
+    timeouts = facts.t.of(
+        Signal.RPC_TIMEOUT, Signal.ITERATION_TIMEOUT, Signal.HEARTBEAT_LOST, Signal.ENGINE_READY_TIMEOUT
+    )
+    if timeouts:
+        return timeouts[0]
+    for event in facts.t.of(Signal.ENGINE_FATAL):
+        if (facts.exception_of(event) or "").startswith(("TimeoutError", "asyncio.exceptions.TimeoutError")):
+            return event
+    return None
+
+
+def _limit_text(g: Guard | None) -> str:
+    if g is None or g.limit_s is None:
+        return ""
+    return f" ({g.limit_s:g} s limit)"
+
+
+# ---- rules ------------------------------------------------------------------------------
+
+
+def timeout_verdict(facts: Facts) -> Verdict | None:
+    """One of vLLM's guards fired: judged by the work in progress when it did."""
+    event = timeout_event(facts)
+    if event is None:
+        return startup_death(facts)
+    if event.signal is Signal.ENGINE_READY_TIMEOUT:
+        return _startup_timeout(facts, event)
+    if event.signal is Signal.ITERATION_TIMEOUT:
+        return _iteration_timeout(facts, event)
+    if event.signal is Signal.HEARTBEAT_LOST:
+        draft = Draft(
+            facts,
+            Kind.SLOW,
+            0.55,
+            "slow: the V0 engine loop missed its heartbeat — usually one long step (prefill, guided decoding)",
+        )
+        draft.undecided = "a stack capture during the stall (engdiag snapshot) would show whether the loop was computing"
+        return draft.cite(event, Role.ROOT_CAUSE).cite_consequences(event).done()
+    return _step_timeout(facts, event)
+
+
+def _startup_timeout(facts: Facts, event: Event) -> Verdict:
+    work = facts.startup_work_before(event)
+    draft = Draft(
+        facts,
+        Kind.SLOW,
+        0.75 if work else 0.65,
+        "slow start-up: the engine was still starting when the API server gave up waiting for it"
+        + _limit_text(facts.model.guard),
+    )
+    draft.cite(event, Role.ROOT_CAUSE, "start-up timeouts are usually slow work, not a hang")
+    for item in work[-3:]:
+        draft.cite(item, Role.SUPPORTING, "start-up work was still advancing")
+    if not work:
+        draft.undecided = "the log shows no start-up progress lines; the full log from launch would show what was slow"
+    return draft.cite_consequences(event).done()
+
+
+def startup_death(facts: Facts) -> Verdict | None:
+    """A process died during start-up while weights were still loading: the ready timeout."""
+    deaths = facts.t.of(Signal.PROCESS_EXCEPTION)
+    if not deaths:
+        return None
+    death = deaths[0]
+    work = facts.startup_work_before(death)
+    if facts.served_before(death) or not work or facts.exception_of(death):
+        return None
+    draft = Draft(facts, Kind.SLOW, 0.55, "slow start-up: a vLLM process died while start-up work was still advancing")
+    draft.cite(work[-1], Role.SUPPORTING, "start-up was still making progress")
+    draft.cite(death, Role.ROOT_CAUSE, "the exception is cut off in this log")
+    draft.undecided = (
+        "the end of the traceback: TimeoutError('Timed out waiting for engine core processes to start') "
+        "confirms the start-up timeout"
+    )
+    return draft.cite_consequences(death).done()
+
+
+def _iteration_timeout(facts: Facts, event: Event) -> Verdict:
+    stalls = [e for e, s in facts.stats if stalled(s) and facts.at(e) < facts.at(event)]
+    if facts.multi_rank and len(stalls) >= 3:
+        draft = Draft(facts, Kind.DEADLOCKED, 0.6,
+                      "deadlocked: requests ran without producing a token until the V0 iteration timeout fired")
+        draft.cite(event, Role.ROOT_CAUSE)
+        for stall in stalls[-2:]:
+            draft.cite(stall, Role.SUPPORTING, "running requests, 0 tokens/s")
+        return draft.cite_consequences(event).done()
+    draft = Draft(
+        facts,
+        Kind.SLOW,
+        0.65,
+        "slow: one V0 engine step outlasted VLLM_ENGINE_ITERATION_TIMEOUT_S "
+        "(a long prefill, guided decoding or a loaded CPU), and the engine was declared dead",
+    )
+    draft.cite(event, Role.ROOT_CAUSE, "V0 iteration timeouts are usually a busy engine, not a dead one")
+    last = facts.stats[-1] if facts.stats else None
+    if last is not None and last[1].running == 0 and stalled(last[1]) is False:
+        draft.cite(last[0], Role.CONTEXT, "Running 0 at 0 tokens/s: idle or CPU-side work, not a stuck batch")
+    return draft.cite_consequences(event).done()
+
+
+def _in_flight(facts: Facts, event: Event) -> Event | None:
+    """The latest sign that requests were being worked on before the guard fired."""
+    for earlier in reversed(facts.before(event)):
+        if earlier.signal in (Signal.REQUEST_RECEIVED, Signal.REQUEST_ADDED, Signal.PROMPT_LENGTH):
+            return earlier
+        if earlier.signal is Signal.STATS and getattr(earlier.data, "running", 0) > 0:
+            return earlier
+    return None
+
+
+def _step_timeout(facts: Facts, event: Event) -> Verdict:
+    """A step guard (execute_model RPC, Ray compiled graph, V0 RPC): slow step or stuck worker?"""
+    g = facts.model.guard
+    call = event.data.call if isinstance(event.data, Timeout) and event.data.call else "execute_model"
+    name = g.name if g is not None else f"{call} step timeout"
+    before = facts.before(event)
+    served = facts.served_before(event)
+    compiles = [e for e in before if e.signal is Signal.COMPILE and (facts.served_before(e) or "inference" in e.text)]
+    startup = [e for e in before if is_startup_work(e)]
+    dump = facts.last_crash_dump
+    core_stalls = [e for e in facts.shm_stalls(workers=False) if facts.at(e) < facts.at(event)]
+    stalled_stats = [e for e, s in facts.stats if stalled(s) and facts.at(e) < facts.at(event)]
+    if compiles:
+        draft = Draft(facts, Kind.SLOW, 0.8,
+                      f"slow: a worker was compiling kernels during inference when the {name} fired{_limit_text(g)}")
+        draft.cite(compiles[-1], Role.ROOT_CAUSE, "JIT/compilation outside warm-up can take minutes")
+        draft.cite(event, Role.SUPPORTING)
+        for stall in core_stalls[-2:]:
+            draft.cite(stall, Role.CONTEXT, "the engine core waited on the compiling worker")
+        draft.step("warm the shapes production uses so kernels compile before serving (FlashInfer/Triton/"
+                   "DeepGEMM/CuteDSL caches kept between launches)", "export VLLM_CACHE_ROOT=/persistent/vllm-cache")
+        return draft.cite_consequences(event).done()
+    if not served and startup:
+        draft = Draft(facts, Kind.SLOW, 0.6,
+                      f"slow start-up: the {name} fired during warm-up, before the engine served requests")
+        draft.cite(startup[-1], Role.SUPPORTING, "start-up work was in progress")
+        return draft.cite(event, Role.ROOT_CAUSE).cite_consequences(event).done()
+    if dump is not None and dump.total <= DECODE_STEP_TOKENS and dump.new_requests == 0:
+        draft = Draft(
+            facts,
+            Kind.DEADLOCKED,
+            0.85,
+            f"deadlocked: the {name} fired on a decode step of {dump.total} tokens, "
+            "which takes milliseconds — a worker never answered",
+        )
+        draft.cite(event, Role.ROOT_CAUSE)
+        draft.cite(facts.t.last_of(Signal.SCHEDULED_TOKENS), Role.SUPPORTING, "a decode step cannot be slowness")
+        for stall in stalled_stats[-1:]:
+            draft.cite(stall, Role.SUPPORTING, "requests running, 0 tokens/s: no step completed after this")
+        for stall in core_stalls[-2:]:
+            draft.cite(stall, Role.SUPPORTING, "the engine core waited on the workers")
+        return draft.cite_consequences(event).done()
+    if dump is not None and (dump.total >= HUGE_STEP_TOKENS or (dump.largest_new_prompt or 0) >= HUGE_STEP_TOKENS):
+        draft = Draft(facts, Kind.SLOW, 0.55,
+                      f"slow: the {name} fired on a very large step ({dump.total} tokens scheduled)")
+        draft.cite(facts.t.last_of(Signal.SCHEDULED_TOKENS), Role.ROOT_CAUSE, "an unchunked long prefill")
+        draft.cite(event, Role.SUPPORTING)
+        draft.undecided = "whether the GPU was busy: a snapshot during the next stall shows compute vs a wait"
+        return draft.cite_consequences(event).done()
+    short = _short_guard(facts, event, g)
+    if short is not None and not stalled_stats:
+        return short
+    if not before or all(e.line >= event.line - 2 and e.source == event.source for e in before):
+        draft = Draft(facts, Kind.UNKNOWN, 0.3,
+                      f"unknown: the {name} fired, and the excerpt holds nothing else to judge the step by")
+        draft.cite(event, Role.ROOT_CAUSE, "a guard's opinion, not a diagnosis")
+        draft.undecided = (
+            "the lines before the timeout: a kernel JIT/autotuning or compile line (slow), the scheduler dump "
+            "of the step (a decode step means stuck), the workers' last lines, or a stack capture during the "
+            "next stall (engdiag snapshot)"
+        )
+        return draft.cite_consequences(event).done()
+    confidence = 0.6 + (0.1 if core_stalls else 0) + (0.05 if len(core_stalls) >= 3 else 0)
+    confidence += 0.05 if stalled_stats else 0
+    draft = Draft(facts, Kind.DEADLOCKED, confidence,
+                  f"deadlocked: a worker did not answer before the {name} fired{_limit_text(g)}, "
+                  "with no sign of slow work")
+    draft.cite(event, Role.ROOT_CAUSE)
+    for stall in core_stalls[-3:]:
+        draft.cite(stall, Role.SUPPORTING, "the engine core waited on the workers, minute after minute")
+    for stall in stalled_stats[-1:]:
+        draft.cite(stall, Role.SUPPORTING, "requests running, 0 tokens/s")
+    if not core_stalls and not stalled_stats:
+        draft.undecided = (
+            "the log shows no stall lines or crash dump; a snapshot during the next stall "
+            "(engdiag snapshot) or the scheduler dump would decide"
+        )
+    return draft.cite_consequences(event).done()
+
+
+def _short_guard(facts: Facts, event: Event, g: Guard | None) -> Verdict | None:
+    """A guard whose limit is shorter than one long step, firing while requests were in flight."""
+    last_work = next((e for e in reversed(facts.before(event)) if is_progress(e)), None)
+    gap = facts.seconds(last_work, event) if last_work is not None else None
+    limit = g.limit_s if g is not None else None
+    short_limit = limit is not None and limit <= SHORT_LIMIT_S
+    short_gap = gap is not None and gap <= SHORT_LIMIT_S and (limit is None or limit <= SHORT_LIMIT_S)
+    in_flight = _in_flight(facts, event)
+    printed = short_limit and g is not None and g.limit_origin == "printed"
+    if not (short_limit or short_gap) or (in_flight is None and last_work is None and not printed):
+        return None
+    bound = f"{limit:g} s" if limit is not None else f"at most {gap:.0f} s (it fired {gap:.0f} s after the last completed work)"
+    busy = " while requests were in flight" if in_flight or last_work else ""
+    draft = Draft(facts, Kind.SLOW, 0.6 if busy else 0.5,
+                  f"slow: the {g.name if g else 'step guard'} allows {bound} — shorter than one long step "
+                  f"(a long prefill on a large or multi-node model) — and it fired{busy}")
+    draft.cite(event, Role.ROOT_CAUSE, "a guard shorter than the work it guards")
+    draft.cite(last_work, Role.SUPPORTING, "the engine was completing work seconds before")
+    draft.cite(in_flight, Role.SUPPORTING, "requests in flight when the guard fired")
+    if g is not None and g.knob == "RAY_CGRAPH_get_timeout":
+        draft.step("raise Ray's compiled-graph read and submit limits (vLLM sets 300 s from 0.8.5)",
+                   "export RAY_CGRAPH_get_timeout=300 RAY_CGRAPH_submit_timeout=300")
+    elif g is not None and g.knob == RPC.name:
+        draft.step("raise the V0 RPC timeout (milliseconds) above the longest step", "export VLLM_RPC_TIMEOUT=60000")
+    draft.step("bound the longest step so it fits any guard", "--max-num-batched-tokens 8192   # chunked prefill")
+    draft.undecided = "a stack capture during the next stall shows the workers computing (slow) or waiting (stuck)"
+    return draft.cite_consequences(event).done()
+
+
+def watchdog_stall(facts: Facts) -> Verdict | None:
+    """vLLM 0.33+'s watchdog dumped stacks: a loop made no progress for its feed timeout (300 s default)."""
+    dumps = [e for e in facts.t.of(Signal.STACK_DUMP)
+             if not (isinstance(e.data, Timeout) and "SIG" in (e.data.call or ""))]
+    if not dumps:
+        return None
+    event = dumps[0]
+    running = [a for a in facts.model.activities if a.advancing and a.name != "serving"]
+    if running:
+        activity = running[-1]
+        draft = Draft(facts, Kind.SLOW, 0.6,
+                      f"slow: the watchdog saw no loop progress for its timeout while {activity.name} was advancing "
+                      f"({activity.detail})")
+        draft.cite(facts.event_at(activity.source, activity.line), Role.ROOT_CAUSE, "work in progress")
+        draft.cite(event, Role.SUPPORTING, "the watchdog dumps stacks; it does not kill")
+        return draft.done()
+    draft = Draft(facts, Kind.DEADLOCKED, 0.5,
+                  "deadlocked: vLLM's watchdog saw no progress for its feed timeout and dumped the stacks")
+    draft.cite(event, Role.ROOT_CAUSE, "no loop iteration completed within the watchdog timeout (300 s default)")
+    draft.undecided = "the dumped stack file this line names: a thread in a collective or queue wait (stuck) or in compute (slow)"
+    draft.step("read the stack dump the watchdog wrote", "cat VLLM_STACK_DUMP_for_*.log")
+    return draft.done()
