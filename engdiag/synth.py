@@ -501,6 +501,28 @@ def healthy_tail(w: Writer, load: Load) -> Iterator[str]:
     yield from w.raw(w.api, "INFO:     Application shutdown complete.")
 
 
+def operator_shutdown_v1(w: Writer, load: Load) -> Iterator[str]:
+    """An operator stops the server mid-traffic (SIGTERM, a rolling update): it drains and exits cleanly.
+
+    The lines after the stop read like a crash — the engine core "exited unexpectedly",
+    requests fail as "engine dead" — but they are the shutdown the operator asked for.
+    """
+    w.tick(2)
+    yield from w.log(w.api, "INFO", "launcher.py:256", "[shutdown] API server: shutdown triggered")
+    yield from w.log(w.core, "INFO", "core.py:1698", "[shutdown] EngineCore: trigger received signal=SIGTERM")
+    yield from w.log(w.core, "INFO", "core.py:1910", "[shutdown] EngineCore: draining in-flight requests count=3 timeout=30s")
+    w.tick(4)
+    for _ in range(3):
+        yield from w.log(w.api, "INFO", "loggers.py:236", f"Finished request cmpl-{w.rng.getrandbits(64):016x}.")
+    yield from w.log(w.core, "INFO", "core.py:1746", "[shutdown] EngineCore: exiting busy loop")
+    yield from w.raw(w.api, "INFO:     Shutting down")
+    yield from w.raw(w.api, "INFO:     Waiting for application shutdown.")
+    yield from w.raw(w.api, "INFO:     Application shutdown complete.")
+    w.tick(1)
+    yield from w.log(w.api, "ERROR", "core_client.py:564", "Engine core proc EngineCore_DP0 died unexpectedly, shutting down client.")
+    yield from w.log(w.api, "ERROR", "async_llm.py:480", "engine core exited unexpectedly")
+
+
 INCIDENTS: dict[str, tuple[str, Callable[[Writer, Load], Iterator[str]]]] = {
     "deadlock": ("deadlocked", deadlock_v1),
     "slow-prefill": ("slow", slow_prefill_v1),
@@ -508,6 +530,7 @@ INCIDENTS: dict[str, tuple[str, Callable[[Writer, Load], Iterator[str]]]] = {
     "kv-pressure": ("fragmented", kv_pressure_v1),
     "crash-ima": ("crashed", crash_ima_v1),
     "healthy": ("healthy", healthy_tail),
+    "operator-shutdown": ("healthy", operator_shutdown_v1),
 }
 """V1 incidents: name → (expected verdict, tail writer)."""
 

@@ -66,3 +66,34 @@ def test_decode_step_timeout_is_not_slowness_but_a_huge_prefill_can_be(tmp_path)
     slow = analyze([str(_write(tmp_path, "slow-prefill", synth.Style()))]).verdict
     assert stuck.kind.value == "deadlocked" and "decode step" in stuck.headline
     assert slow.kind.value == "slow" and "160000" in slow.headline
+
+
+def test_a_clean_operator_shutdown_is_healthy_whatever_follows_it(tmp_path):
+    verdict = analyze([str(_write(tmp_path, "operator-shutdown", synth.Style()))]).verdict
+    assert verdict.kind.value == "healthy" and "operator stopped" in verdict.headline
+    root = [e for e in verdict.evidence if e.role.value == "root cause"]
+    assert root and ("SIGTERM" in root[0].text or "shutdown triggered" in root[0].text)
+    assert any(e.role.value == "consequence" and "died unexpectedly" in e.text for e in verdict.evidence)
+
+
+def test_an_illegal_memory_access_keeps_its_last_progress_in_the_timeline(tmp_path):
+    analysis = analyze([str(_write(tmp_path, "crash-ima", synth.Style()))])
+    assert analysis.verdict.kind.value == "crashed"
+    last = analysis.incident.last_progress
+    fatal = analysis.incident.fatal
+    assert last is not None and fatal is not None and last.signal.value == "stats"
+    assert last.stamp is not None and fatal.stamp is not None and last.stamp.key <= fatal.stamp.key
+    assert any(e.role.value == "context" and e.line == last.line for e in analysis.verdict.evidence)
+    serving = next(a for a in analysis.model.activities if a.name == "serving")
+    assert serving.advancing  # it was producing tokens right up to the fault
+
+
+def test_the_model_shows_phases_waits_and_the_guard(tmp_path):
+    slow = analyze([str(_write(tmp_path, "slow-startup", synth.Style()))])
+    loading = next(a for a in slow.model.activities if a.name == "weight loading")
+    assert loading.advancing and loading.detail.startswith("105/163")
+    assert slow.model.guard is not None and slow.model.guard.knob == "VLLM_ENGINE_READY_TIMEOUT_S"
+    assert slow.model.guard.limit_s == 600
+    stuck = analyze([str(_write(tmp_path, "deadlock", synth.Style()))])
+    assert any(w.on == "workers" and w.via == "shared-memory queue" for w in stuck.model.waits)
+    assert stuck.model.guard is not None and stuck.model.guard.knob == "VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS"

@@ -513,6 +513,12 @@ RULES: tuple[Rule, ...] = (
     Rule(Signal.ENGINE_FATAL, "EngineCore failed to start", _c(r"EngineCore failed to start"), _failure("start-up")),
     Rule(Signal.ENGINE_FATAL, "Engine core initialization failed", _c(r"Engine core initialization failed"), _failure("start-up")),
     Rule(Signal.ENGINE_FATAL, "Engine process failed to start", _c(r"Engine process failed to start"), _failure("start-up")),
+    Rule(
+        Signal.ENGINE_FATAL,
+        "launch_core_engines(",
+        _c(r"launch_core_engines\(|wait_for_engine_startup\("),
+        _failure("start-up"),
+    ),
     Rule(Signal.ENGINE_FATAL, "Engine background task failed", _c(r"Engine background task failed"), _failure("background loop")),
     Rule(Signal.ENGINE_DEAD, "EngineDeadError", _c(r"(?:Async|MQ)?EngineDeadError")),
     Rule(Signal.ENGINE_DEAD, "Engine process (pid", _c(r"Engine process \(pid \d+\) died")),

@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Any
 
 from engdiag.analysis.analyze import Analysis
+from engdiag.analysis.model import Model
 from engdiag.analysis.timeline import Timeline
 from engdiag.logs.events import CudaOom, Memory, Phase, Preemption, Signal
 from engdiag.render.common import envelope, event_doc, verdict_doc
@@ -103,6 +104,55 @@ def _phases(timeline: Timeline) -> list[dict[str, Any]]:
     ]
 
 
+def _model(model: Model) -> dict[str, Any]:
+    """Activities, waits and the guard that fired: what the verdict was judged from."""
+    guard = model.guard
+    return {
+        "activities": [
+            {
+                "name": a.name,
+                "process": a.process,
+                "start": a.start,
+                "seconds": a.seconds,
+                "advancing": a.advancing,
+                "finished": a.finished,
+                "startup": a.startup,
+                "detail": a.detail,
+                "source": a.source,
+                "line": a.line,
+            }
+            for a in model.activities
+        ],
+        "waits": [
+            {
+                "waiter": w.waiter,
+                "on": w.on,
+                "via": w.via,
+                "satisfiable": w.satisfiable,
+                "why": w.why,
+                "seconds": w.seconds,
+                "source": w.source,
+                "line": w.line,
+            }
+            for w in model.waits
+        ],
+        "guard": None
+        if guard is None
+        else {
+            "name": guard.name,
+            "owner": guard.owner,
+            "limit_seconds": guard.limit_s,
+            "limit_origin": guard.limit_origin,
+            "guarded": guard.guarded,
+            "knob": guard.knob,
+            "source": guard.source,
+            "line": guard.line,
+            "time": guard.time,
+        },
+        "startup_seconds": model.startup_seconds,
+    }
+
+
 def analysis_doc(analysis: Analysis, generated_at: datetime | None = None) -> dict[str, Any]:
     """The whole JSON document for one analysis."""
     t = analysis.timeline
@@ -133,6 +183,7 @@ def analysis_doc(analysis: Analysis, generated_at: datetime | None = None) -> di
             "chunked_prefill": config.chunked_prefill,
             "max_num_batched_tokens": config.max_num_batched_tokens,
         },
+        "model": _model(analysis.model),
         "startup_phases": _phases(t),
         "memory": _memory(t),
         "throughput": _series(t),

@@ -102,6 +102,61 @@ def _prompts(analysis: Analysis) -> RenderableType | None:
     )
 
 
+def _seconds(value: float | None) -> str:
+    return format_duration(int(value)) if value is not None else "—"
+
+
+def _activities(analysis: Analysis) -> RenderableType | None:
+    """What each process was doing, for how long, and whether it still advanced."""
+    model = analysis.model
+    if not model.activities:
+        return None
+    table = Table(box=None, padding=(0, 1), show_edge=False)
+    for column in ("phase", "start", "took", "state", "detail"):
+        table.add_column(column, overflow="fold", no_wrap=column in ("start", "took"))
+    for a in model.activities:
+        state = "advancing" if a.advancing else ("finished" if a.finished else "stopped")
+        style = "yellow" if a.advancing else ("green" if a.finished else "")
+        table.add_row(a.name, a.start or "—", _seconds(a.seconds), Text(state, style=style), clip(a.detail, 90))
+    if model.startup_seconds:
+        return Group(table, Text(f"start-up so far: {_seconds(model.startup_seconds)}", style="dim"))
+    return table
+
+
+def _waits(analysis: Analysis) -> RenderableType | None:
+    """Who waited on whom, and whether that wait could ever be satisfied."""
+    waits = analysis.model.waits
+    if not waits:
+        return None
+    table = Table(box=None, padding=(0, 1), show_edge=False)
+    for column in ("waiter", "waits on", "via", "for", "can complete?"):
+        table.add_column(column, overflow="fold")
+    for w in waits[:8]:
+        answer = {True: Text("yes — the party is working", style="yellow"),
+                  False: Text("never", style="red"), None: Text("unknown", style="dim")}[w.satisfiable]
+        answer.append(f"\n{clip(w.why, 90)}", style="dim")
+        table.add_row(w.waiter, w.on, w.via, _seconds(w.seconds), answer)
+    return table
+
+
+def _guard(analysis: Analysis) -> RenderableType | None:
+    """The timeout that fired: whose, its limit, what it guarded."""
+    g = analysis.model.guard
+    if g is None:
+        return None
+    limit = f"{g.limit_s:g} s ({g.limit_origin})" if g.limit_s is not None else f"not printed — {g.limit_origin}"
+    table = Table.grid(padding=(0, 2))
+    table.add_column(no_wrap=True, style="bold")
+    table.add_column(overflow="fold")
+    table.add_row("guard", f"{g.name} ({g.owner})")
+    table.add_row("limit", limit)
+    table.add_row("guarded", g.guarded)
+    if g.knob:
+        table.add_row("knob", g.knob)
+    table.add_row("fired", f"{(g.time + '  ') if g.time else ''}{g.source}:{g.line}")
+    return table
+
+
 def analysis_view(analysis: Analysis) -> RenderableType:
     """Everything, in reading order."""
     verdict = analysis.verdict
@@ -114,6 +169,9 @@ def analysis_view(analysis: Analysis) -> RenderableType:
         parts += [heading("Evidence"), evidence_table(verdict)]
     parts += [heading("Timeline"), _timeline(analysis)]
     for title, block in (
+        ("Phases", _activities(analysis)),
+        ("Waits", _waits(analysis)),
+        ("Timeout that fired", _guard(analysis)),
         ("Memory", _memory(analysis)),
         ("Throughput before the incident", _throughput(analysis)),
         ("Prompt lengths", _prompts(analysis)),
