@@ -275,3 +275,111 @@ def test_signals_inside_a_prompt_are_not_signals():
 def test_a_token_list_cut_short_is_a_lower_bound():
     events, _ = scan(["INFO 10-22 09:41:12 [logger.py:41] Received request a: prompt_token_ids: [1, 2, 3"])
     assert only(events, Signal.PROMPT_LENGTH).data == PromptLength(3, True, "request_log")
+
+
+# ---- wordings read in vLLM 0.32–0.34 and in the libraries around it ------------------------------
+
+
+def _events(lines: list[str]):
+    return scan(lines)[0]
+
+
+def _of(events, signal):
+    return [e for e in events if e.signal is signal]
+
+
+def test_watchdog_dump_carries_its_reason_and_sigterm_is_not_a_stall():
+    events = _events([
+        "(EngineCore pid=9) INFO 12-03 04:00:01 [watch_dog.py:96] [Watchdog]Dumped stack to /tmp/d/VLLM_STACK_DUMP_for_engine_0_9.log due to feed timeout",
+        "(EngineCore pid=9) WARNING 12-03 04:00:02 [watch_dog.py:100] [Watchdog]Failed to dump stack trace to /ro/x.log: [Errno 30] Read-only file system",
+    ])
+    dumps = _of(events, Signal.STACK_DUMP)
+    assert [d.data.call for d in dumps] == ["feed timeout", "feed timeout"]
+    assert all(d.data.guard == "watchdog" for d in dumps)
+
+
+def test_fault_tolerance_engine_ready_and_dp_coordinator_timeouts():
+    events = _events([
+        "(EngineCore pid=9) ERROR 12-03 04:00:01 [engine_core_sentinel.py:531] [FT] No recovery within 120s timeout.",
+        "TimeoutError: Timed out waiting for new engine core processes to start. Waited 600s (configured by VLLM_ENGINE_READY_TIMEOUT_S).",
+        "",
+        "RuntimeError: DP Coordinator process failed to report ZMQ addresses within timeout=120 seconds during startup.",
+    ])
+    assert _of(events, Signal.RECOVERY_TIMEOUT)[0].data.limit_s == 120
+    ready = _of(events, Signal.ENGINE_READY_TIMEOUT)
+    assert {e.data.guard for e in ready} == {"engine-ready", "dp-coordinator"}
+    assert {e.data.limit_s for e in ready} == {600, 120}
+
+
+def test_failed_core_procs_even_empty_is_a_start_up_failure():
+    for procs in ("{'EngineCore_DP0': 1}", "{}"):
+        events = _events([f"RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {procs}"])
+        assert _of(events, Signal.ENGINE_FATAL)[0].data.name == "start-up"
+
+
+def test_jit_monitor_warning_is_compilation_during_inference():
+    events = _events([
+        "(Worker_TP0 pid=5) WARNING 12-03 04:00:01 [jit_monitor.py:143] CuTeDSL JIT compilation during inference: "
+        "sample_kernel (shape=(8, 4096)). This causes a latency spike; consider extending warmup to cover this shape/config.",
+    ])
+    compile_ = _of(events, Signal.COMPILE)[0]
+    assert "inference" in compile_.text and compile_.data.name.startswith("CuTeDSL")
+
+
+def test_corrupted_requests_and_took_wording():
+    events = _events([
+        "(APIServer pid=1) INFO 12-03 04:00:01 [loggers.py:326] Engine 000: Avg prompt throughput: 0.0 tokens/s, "
+        "Avg generation throughput: 12.0 tokens/s, Running: 2 reqs, Waiting: 0 reqs, GPU KV cache usage: 3.0%, Corrupted: 2 reqs",
+        "(EngineCore pid=9) INFO 12-03 04:00:02 [monitor.py:20] torch.compile took 41.07 s in total",
+        "(APIServer pid=1) INFO 12-03 04:00:03 [startup.py:18] vLLM server version 0.34.0, serving model m",
+    ])
+    assert _of(events, Signal.STATS)[0].data.corrupted == 2
+    assert _of(events, Signal.COMPILE)[0].data.seconds == 41.07
+    assert _of(events, Signal.VERSION)[0].data.version == "0.34.0"
+
+
+def test_waits_that_can_never_complete_name_the_party():
+    events = _events([
+        "terminate called after throwing an instance of 'gloo::EnforceNotMet'",
+        "  what():  [enforce fail at gloo/transport/tcp/pair.cc:454] op.preamble.length <= op.nbytes. 8 vs 4",
+        "",
+        "torch.distributed.DistStoreError: Timed out after 601 seconds waiting for clients. 2/8 clients joined.",
+        "[2026-04-06 23:02:12] gx10:158:188 [0] transport/net_ib/p2p.cc:651 NCCL WARN NET/IB: Got completion from peer 10.20.21.20<43007> with status=IBV_WC_REM_INV_REQ_ERR(9) opcode=IBV_WC_SEND(0)",
+        "",
+        "[pod/x/vllm] (Worker_DP7_EP7 pid=4757) RuntimeError: DeepEP error: timeout (dispatch CPU)",
+    ])
+    assert "8 bytes" in _of(events, Signal.COLLECTIVE_MISMATCH)[0].data.detail
+    meet = _of(events, Signal.RENDEZVOUS_FAILED)[0].data
+    assert (meet.joined, meet.expected, meet.limit_s) == (2, 8, 601)
+    assert _of(events, Signal.PEER_LOST)[0].data.peer == "10.20.21.20"
+    assert _of(events, Signal.COMM_TIMEOUT)[0].data.guard == "deepep"
+
+
+def test_segfault_dump_with_unknown_frames_is_a_fatal_signal():
+    events = _events([
+        "(EngineCore_DP0 pid=7) !!!!!!! Segfault encountered !!!!!!!",
+        '(EngineCore_DP0 pid=7)   File "<unknown>", line 0, in c10::cuda::CUDACachingAllocator::free()',
+        '(EngineCore_DP0 pid=7)   File "<unknown>", line 0, in PyObject_Call',
+        "Fatal Python error: Segmentation fault",
+        "Current thread 0x00007f3a2c5fe640 (most recent call first):",
+    ])
+    fatal = _of(events, Signal.FATAL_SIGNAL)
+    assert fatal and fatal[0].data.exception == "Segmentation fault"
+
+
+def test_a_cut_off_step_wait_is_a_step_timeout_but_a_worker_error_through_it_is_not():
+    head = "(EngineCore pid=2) ERROR 04-01 22:27:40 [core.py:1101] "
+    cut = [head + "Traceback (most recent call last):",
+           head + '  File "/v/multiproc_executor.py", line 376, in get_response',
+           head + "    status, result = mq.dequeue(timeout=dequeue_timeout)"]
+    assert _of(_events(cut), Signal.RPC_TIMEOUT)[0].data.call == "execute_model"
+    failed = cut + [head + "RuntimeError: Worker failed with error 'CUDA error: an illegal memory access was encountered'"]
+    assert not _of(_events(failed), Signal.RPC_TIMEOUT)
+
+
+def test_operator_stop_wordings():
+    events = _events([
+        "(APIServer pid=1) INFO 12-03 04:00:01 [launcher.py:256] [shutdown] API server: shutdown triggered",
+        "(EngineCore pid=9) INFO 12-03 04:00:01 [core.py:1698] [shutdown] EngineCore: trigger received signal=SIGTERM",
+    ])
+    assert [e.data.name for e in _of(events, Signal.OPERATOR_STOP)] == ["shutdown", "SIGTERM"]

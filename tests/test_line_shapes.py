@@ -164,3 +164,54 @@ def test_parenthesised_text_is_not_a_process_tag():
 def test_invalid_dates_are_not_timestamps():
     piece = one("INFO 13-45 99:99:99 [x.py:1] not a date")
     assert piece.stamp is None
+
+
+def test_ray_nests_the_vllm_process_tag_inside_its_actor_tag():
+    piece = one("(RayWorkerProc pid=22, ip=192.168.10.216) (Worker_DP2_TP0_EP4 pid=22) INFO 06-10 11:03:33 [x.py:1] hi")
+    assert piece.proc is not None and piece.proc.name == "Worker_DP2_TP0_EP4" and piece.proc.host == "192.168.10.216"
+    assert piece.stamp == Stamp(6, 10, 11 * 3600 + 3 * 60 + 33)
+
+
+def test_ray_data_nanosecond_prefix_and_actor_with_parentheses():
+    piece = one(
+        "1739372436123456789 (MapWorker(MapBatches(vLLMEngineStageUDF)) pid=4385, ip=10.0.0.1) "
+        "(EngineCore_DP0 pid=6448) INFO 02-12 15:00:36 [monitor.py:34] torch.compile takes 2222.52 s in total"
+    )
+    assert piece.proc is not None and piece.proc.name == "EngineCore_DP0" and piece.proc.role is Role.ENGINE_CORE
+    assert piece.msg.startswith("torch.compile takes")
+
+
+def test_colour_codes_spelled_as_text():
+    piece = one("ESC[36m(EngineCore_DP0 pid=7)ESC[0m INFO 05-01 14:38:18 [core.py:1] hello")
+    assert piece.shape is Shape.VLLM and piece.proc is not None and piece.msg == "hello"
+
+
+def test_platform_console_prefix_with_escaped_bar():
+    piece = one("May 01  14:38:18.434 \\| (APIServer pid=1) INFO 05-01 14:38:18 [api_server.py:1] started")
+    assert piece.shape is Shape.VLLM and piece.msg == "started"
+    bare = one("May 01  14:38:18.434 | RuntimeError: boom")
+    assert bare.msg == "RuntimeError: boom"
+
+
+def test_flattened_nccl_paragraph_is_split_into_its_lines():
+    found = pieces("gx10:158:158 [0] NCCL INFO Channel 00/02 : 0 1 gx10:158:190 [0] NCCL INFO Connected all rings", 3)
+    assert [p.msg for p in found] == ["Channel 00/02 : 0 1", "Connected all rings"]
+    assert all(p.shape is Shape.NCCL for p in found)
+
+
+def test_nccl_warn_with_its_source_location_and_a_bracketed_time():
+    piece = one("[2026-04-06 23:02:12] gx10:158:188 [0] transport/net_ib/p2p.cc:651 NCCL WARN NET/IB: error")
+    assert piece.shape is Shape.NCCL and piece.level == "WARNING" and piece.msg == "NET/IB: error"
+    assert piece.stamp == Stamp(4, 6, 23 * 3600 + 2 * 60 + 12)
+
+
+def test_vllm_json_log_formatter_keeps_a_traceback_in_one_record():
+    line = (
+        '{"asctime": "2025-11-02 10:00:01,123", "levelname": "ERROR", "name": "vllm.v1.engine.core", '
+        '"processName": "EngineCore_DP0", "process": 77, "message": "EngineCore encountered a fatal error.", '
+        '"exc_info": "Traceback (most recent call last):\\nTimeoutError: RPC call to execute_model timed out."}'
+    )
+    found = pieces(line, 1)
+    assert [p.msg for p in found][0] == "EngineCore encountered a fatal error."
+    assert len({p.header for p in found}) == 1 and found[0].proc.name == "EngineCore_DP0"
+    assert found[0].stamp == Stamp(11, 2, 10 * 3600 + 1)

@@ -10,14 +10,27 @@ process tag and the header (vLLM, PyTorch glog, NCCL, uvicorn), and leaves a
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 
 from engdiag.logs.events import Proc, Stamp
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]|\^\[\[[0-9;]*m|\[[0-9;]*[0-9]m")
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]|\^\[\[[0-9;]*m|ESC\[[0-9;]*m|\[[0-9;]*[0-9]m")
+_NS_EPOCH = re.compile(r"\d{19} +")
+"""Ray Data's nanosecond epoch before a forwarded worker line."""
+_BRACKET_TS = re.compile(r"\[(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:[.,]\d+)?\] +")
+"""``[2026-04-06 23:02:12] `` before NCCL's own lines (launcher wrappers, ``ts``)."""
+_PLATFORM = re.compile(
+    r"(?P<mon>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) (?P<d>\d\d) +"
+    r"(?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:\.\d+)? +\\?\| ?"
+)
+"""Hosting platforms' console prefix: ``May 01  14:38:18.434 | ...`` (``\\|`` when pasted from a table)."""
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+_NCCL_SPLIT = re.compile(r"\s+(?=[\w.-]+:\d+:\d+ \[\d+\] (?:[\w/.-]+:\d+ )?NCCL [A-Z]+ )")
+"""Where NCCL lines flattened into one paragraph (a paste that lost its newlines) begin again."""
 _KUBE_TS = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)) ")
 _COMPOSE = re.compile(r"([A-Za-z0-9][\w.-]{0,62})\s+\| ?")
 _REPEATED = re.compile(r"\s*\[repeated (\d+)x across cluster\]\s*$")
@@ -52,7 +65,7 @@ _GLOG = re.compile(
     r"(?P<file>[\w.]+):(?P<fl>\d+)\] ?"
 )
 _NCCL = re.compile(
-    r"(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] NCCL (?P<lvl>[A-Z]+) "
+    r"(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] (?:[\w/.-]+:\d+ )?NCCL (?P<lvl>[A-Z]+) "
 )
 _BAR = re.compile(
     r"\s*(?P<bar>[A-Za-z][^:|\n]{0,80}):\s*(?P<pct>\d{1,3})%(?: Completed)?\s*\|"
@@ -237,20 +250,75 @@ def pieces(line: str, lineno: int) -> list[Piece]:
     segments = [s for s in line.split("\r") if s.strip()] if "\r" in line else [line]
     if not segments:
         return [Piece(lineno=lineno, shape=Shape.BARE, msg="", width=width)]
+    if line[:2] == '{"' and '"levelname"' in line:
+        found = _json_record(line, lineno, width)
+        if found:
+            return found
     out: list[Piece] = []
     for segment in segments:
         text = _strip_colour(segment)
         kube_ts = None
+        outer: Stamp | None = None
         if text[:2] == "20" and (match := _KUBE_TS.match(text)) is not None:
             kube_ts, text = match.group(1), text[match.end() :]
+        text, outer = _outer_prefix(text)
         if "|" in text and (match := _COMPOSE.match(text)) is not None:
             text = text[match.end() :]
         repeat = 1
         if "repeated" in text and (match := _REPEATED.search(text)) is not None:
             repeat, text = int(match.group(1)), text[: match.start()]
-        for part in _split_glued(text):
-            out.append(_parse(part, lineno, kube_ts, repeat, width))
+        parts = _NCCL_SPLIT.split(text) if text.count(" NCCL ") > 1 else _split_glued(text)
+        for part in parts:
+            piece = _parse(part, lineno, kube_ts, repeat, width)
+            if piece.stamp is None and outer is not None and piece.shape is not Shape.BARE:
+                piece = replace(piece, stamp=outer)
+            out.append(piece)
     return out
+
+
+def _outer_prefix(text: str) -> tuple[str, Stamp | None]:
+    """Strip a wrapper's time prefix (Ray Data epoch, ``[YYYY-MM-DD HH:MM:SS]``, a platform console)."""
+    if text[:1].isdigit() and (match := _NS_EPOCH.match(text)) is not None:
+        return text[match.end() :], None
+    if text[:2] == "[2" and (match := _BRACKET_TS.match(text)) is not None:
+        month, day, hours, minutes, seconds = (int(g) for g in match.groups()[1:])
+        return text[match.end() :], Stamp(month, day, hours * 3600 + minutes * 60 + min(seconds, 59))
+    if text[:3] in _MONTHS and (match := _PLATFORM.match(text)) is not None:
+        stamp = Stamp(_MONTHS.index(match["mon"]) + 1, int(match["d"]),
+                      int(match["h"]) * 3600 + int(match["mi"]) * 60 + min(int(match["s"]), 59))
+        return text[match.end() :].replace("\\|", "|"), stamp
+    return text, None
+
+
+def _json_record(line: str, lineno: int, width: int) -> list[Piece]:
+    """vLLM's JSON log formatter (``--logging-config.formatter json``, 0.32+): one object a line.
+
+    Keys: ``asctime`` (``YYYY-MM-DD HH:MM:SS,mmm``), ``levelname``, ``name``,
+    ``processName``, ``process``, ``message`` and ``exc_info`` for tracebacks.  Each
+    message line becomes a piece with the record's header, so a traceback stays one record.
+    """
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return []
+    if not isinstance(record, dict) or not isinstance(record.get("message"), str):
+        return []
+    stamp = None
+    when = re.match(r"\d{4}-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)", str(record.get("asctime", "")))
+    if when is not None:
+        month, day, hours, minutes, seconds = (int(g) for g in when.groups())
+        stamp = Stamp(month, day, hours * 3600 + minutes * 60 + min(seconds, 59))
+    level = str(record.get("levelname", "INFO")).upper()
+    name = str(record.get("processName") or "")
+    pid = record.get("process")
+    proc = Proc(name, int(pid) if isinstance(pid, int) else None) if name and name != "MainProcess" else None
+    fileinfo = f"{record.get('name', 'vllm')}:0"
+    text = record["message"] + (f"\n{record['exc_info']}" if isinstance(record.get("exc_info"), str) else "")
+    return [
+        Piece(lineno=lineno, shape=Shape.VLLM, msg=msg, proc=proc, level=level, stamp=stamp, fileinfo=fileinfo,
+              width=width)
+        for msg in text.split("\n")
+    ]
 
 
 def first_stamp(lines: Iterable[str]) -> Stamp | None:

@@ -409,7 +409,7 @@ RULES: tuple[Rule, ...] = (
     Rule(Signal.COMPILE, "torch.compile took", _c(r"torch\.compile took (?P<s>[\d.]+) s in total"), _phase("torch_compile", seconds="s")),
     Rule(Signal.COMPILE, "Dynamo bytecode transform time", _c(r"Dynamo bytecode transform time: (?P<s>[\d.]+) s"), _phase("dynamo", seconds="s")),
     Rule(Signal.COMPILE, "Compiling a graph for", _c(r"Compiling a graph for .*? takes (?P<s>[\d.]+) s"), _phase("graph_compile", seconds="s")),
-    Rule(Signal.COMPILE, "JIT compil", _c(r"JIT compil\w*"), _phase("jit_compile")),
+    Rule(Signal.COMPILE, "JIT compil", _c(r"JIT compil\w*(?![^\n]*during inference: )"), _phase("jit_compile")),
     # memory --------------------------------------------------------------------------
     Rule(
         Signal.MEMORY,
