@@ -406,6 +406,12 @@ RULES: tuple[Rule, ...] = (
     Rule(Signal.SERVER_READY, "Application startup complete", _c(r"Application startup complete")),
     Rule(Signal.SERVER_READY, "Starting vLLM API server", _c(r"Starting vLLM API server")),
     Rule(Signal.COMPILE, "torch.compile take", _c(r"torch\.compile takes (?P<s>[\d.]+) s in total"), _phase("torch_compile", seconds="s")),
+    Rule(
+        Signal.COMPILE,
+        "run together took",
+        _c(r"torch\.compile and initial profiling/warmup run together took (?P<s>[\d.]+) s in total"),
+        _phase("torch_compile", seconds="s"),
+    ),
     Rule(Signal.COMPILE, "torch.compile took", _c(r"torch\.compile took (?P<s>[\d.]+) s in total"), _phase("torch_compile", seconds="s")),
     Rule(Signal.COMPILE, "Dynamo bytecode transform time", _c(r"Dynamo bytecode transform time: (?P<s>[\d.]+) s"), _phase("dynamo", seconds="s")),
     Rule(Signal.COMPILE, "Compiling a graph for", _c(r"Compiling a graph for .*? takes (?P<s>[\d.]+) s"), _phase("graph_compile", seconds="s")),
