@@ -64,6 +64,7 @@ RULES: tuple[Callable[[Facts], Verdict | None], ...] = (
     benign.exit_after_work,
     timeouts.timeout_verdict,
     timeouts.watchdog_stall,
+    timeouts.external_guard,
     phases.slow_startup,
     crashes.other_fatal,
     waits.core_waits,

@@ -53,6 +53,7 @@ GUARD_SIGNALS = (
     Signal.NCCL_WATCHDOG_TIMEOUT,
     Signal.RECOVERY_TIMEOUT,
     Signal.STACK_DUMP,
+    Signal.EXTERNAL_GUARD,
 )
 
 
@@ -117,6 +118,12 @@ def _guard_for(facts: Facts, event: Event) -> Guard:
         return Guard("vLLM watchdog (0.33+)", "vLLM", 300.0, "default",
                      f"progress of the process's main loop ({data.call or 'feed timeout'}); dumps stacks, never kills",
                      WATCHDOG.name, *where)
+    if signal is Signal.EXTERNAL_GUARD and data.guard == "k8s-probe":
+        return Guard(f"Kubernetes {data.call}", "platform (kubelet)", None, "the pod spec's periodSeconds × failureThreshold",
+                     "the server answering /health within the probe's limits", "livenessProbe / startupProbe", *where)
+    if signal is Signal.EXTERNAL_GUARD:
+        return Guard("Ray Serve health check", "Ray Serve", None, "health_check_timeout_s (30 s default)",
+                     "the replica answering check_health", "health_check_period_s / health_check_timeout_s", *where)
     if signal is Signal.RECOVERY_TIMEOUT:
         return Guard("fault-tolerance recovery timeout", "vLLM", limit, origin,
                      "recovery of the engine after a fault ([FT])", None, *where)
@@ -388,3 +395,35 @@ def watchdog_stall(facts: Facts) -> Verdict | None:
     draft.undecided = "the dumped stack file this line names: a thread in a collective or queue wait (stuck) or in compute (slow)"
     draft.step("read the stack dump the watchdog wrote", "cat VLLM_STACK_DUMP_for_*.log")
     return draft.done()
+
+
+def external_guard(facts: Facts) -> Verdict | None:
+    """A guard outside vLLM (a Kubernetes probe, a Ray Serve health check) killed the server."""
+    fired = facts.t.of(Signal.EXTERNAL_GUARD)
+    if not fired:
+        return None
+    event = fired[0]
+    g = facts.model.guard
+    name = g.name if g is not None and g.owner != "vLLM" else "an outside health check"
+    working = [a for a in facts.model.activities if a.advancing or (a.startup and not facts.served_before(event))]
+    if working:
+        activity = working[-1]
+        phase = "slow start-up" if activity.startup else "slow"
+        draft = Draft(facts, Kind.SLOW, 0.65,
+                      f"{phase}: the {name} gave up while {activity.name} was still "
+                      f"{'advancing' if activity.advancing else 'running'} ({activity.detail})")
+        draft.cite(facts.event_at(activity.source, activity.line), Role.SUPPORTING, "the engine was working")
+        draft.cite(event, Role.ROOT_CAUSE, "a guard outside vLLM, shorter than the work")
+        if g is not None and g.owner.startswith("platform"):
+            draft.step("give start-up its own probe so liveness only starts once the server is up",
+                       "startupProbe: {httpGet: {path: /health, port: 8000}, periodSeconds: 10, failureThreshold: 180}")
+        else:
+            draft.step("give the replica longer to answer its health check",
+                       "@serve.deployment(health_check_timeout_s=600, health_check_period_s=30)")
+        return draft.cite_consequences(event).done()
+    draft = Draft(facts, Kind.UNKNOWN, 0.35,
+                  f"unknown: the {name} gave up on the server, and the log does not show what the engine was doing")
+    draft.cite(event, Role.ROOT_CAUSE)
+    draft.undecided = ("the engine's own lines up to the kill (loading, compiling, stats with tokens = slow; a "
+                       "traceback = crashed; silence with requests running = stuck)")
+    return draft.cite_consequences(event).done()

@@ -84,6 +84,8 @@ class Signal(str, Enum):
     """A bounded wait that timed out and was retried: the process is working, slowly."""
     RECOVERY_TIMEOUT = "recovery_timeout"
     """vLLM's fault tolerance gave up waiting for recovery ([FT] No recovery within N s)."""
+    EXTERNAL_GUARD = "external_guard"
+    """A guard outside vLLM fired: a Kubernetes probe, a Ray Serve health check."""
     OPERATOR_STOP = "operator_stop"
     """Someone asked the server to stop (SIGTERM, a drain)."""
 

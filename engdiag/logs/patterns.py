@@ -727,6 +727,24 @@ RULES: tuple[Rule, ...] = (
         lambda m, t: [Phase("all-reduce workspace set-up (timed out, retried)")],
     ),
     Rule(
+        Signal.EXTERNAL_GUARD,
+        "probe failed",
+        _c(r"(?P<k>Liveness|Startup) probe failed"),
+        lambda m, t: [Timeout(call=f"{m['k'].lower()} probe", guard="k8s-probe")],
+    ),
+    Rule(
+        Signal.EXTERNAL_GUARD,
+        "probe, will be restarted",
+        _c(r"failed (?P<k>liveness|startup) probe, will be restarted"),
+        lambda m, t: [Timeout(call=f"{m['k']} probe", guard="k8s-probe")],
+    ),
+    Rule(
+        Signal.EXTERNAL_GUARD,
+        "failed health check, stopping it",
+        _c(r"failed health check, stopping it"),
+        _const(Timeout(call="replica health check", guard="ray-serve-health")),
+    ),
+    Rule(
         Signal.OPERATOR_STOP,
         "received SIGTERM",
         _c(r"received SIGTERM"),

@@ -1,0 +1,76 @@
+"""The phase-and-wait model on short fragments, as users paste them (3–20 lines)."""
+
+from __future__ import annotations
+
+from engdiag.analysis.analyze import analyze
+
+
+def _analyze(tmp_path, text: str):
+    path = tmp_path / "fragment.log"
+    path.write_text(text)
+    return analyze([str(path)])
+
+
+def test_a_probe_that_kills_a_loading_server_is_a_slow_start_up(tmp_path):
+    analysis = _analyze(tmp_path, """\
+(Worker pid=80) Loading safetensors checkpoint shards:  40% Completed | 20/50 [03:10<04:40,  9.50s/it]
+(Worker pid=80) Loading safetensors checkpoint shards:  42% Completed | 21/50 [03:19<04:35,  9.50s/it]
+  Warning  Unhealthy  35s (x3 over 65s)  kubelet  Liveness probe failed: Get "http://10.1.2.3:8000/health": connection refused
+  Normal   Killing    35s                kubelet  Container vllm failed liveness probe, will be restarted
+""")
+    guard = analysis.model.guard
+    assert guard is not None and guard.owner.startswith("platform") and "liveness" in guard.name
+    assert analysis.verdict.kind.value == "slow" and "weight loading" in analysis.verdict.headline
+    assert any("startupProbe" in (s.command or "") for s in analysis.verdict.next_steps)
+
+
+def test_a_watchdog_feed_timeout_with_nothing_advancing_is_a_stall(tmp_path):
+    analysis = _analyze(tmp_path, """\
+(APIServer pid=1) INFO 12-03 04:00:00 [loggers.py:257] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 0.0 tokens/s, Running: 4 reqs, Waiting: 0 reqs, GPU KV cache usage: 3.0%
+(EngineCore pid=9) INFO 12-03 04:05:10 [watch_dog.py:96] [Watchdog]Dumped stack to /d/VLLM_STACK_DUMP_for_engine_0_9.log due to feed timeout
+""")
+    guard = analysis.model.guard
+    assert guard is not None and guard.knob == "--watchdog-config" and guard.limit_s == 300
+    assert analysis.verdict.kind.value == "deadlocked"
+    assert "VLLM_STACK_DUMP" in (analysis.verdict.undecided or "") or "dump" in (analysis.verdict.undecided or "")
+
+
+def test_a_sigterm_drain_and_the_deaths_after_it_are_healthy(tmp_path):
+    analysis = _analyze(tmp_path, """\
+(APIServer pid=1) INFO 12-03 04:00:00 [loggers.py:257] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 52.0 tokens/s, Running: 2 reqs, Waiting: 0 reqs, GPU KV cache usage: 3.0%
+(EngineCore pid=9) INFO 12-03 04:00:03 [core.py:1698] [shutdown] EngineCore: trigger received signal=SIGTERM
+(EngineCore pid=9) INFO 12-03 04:00:03 [core.py:1910] [shutdown] EngineCore: draining in-flight requests count=2 timeout=30s
+(APIServer pid=1) INFO:     Application shutdown complete.
+(APIServer pid=1) WARNING 12-03 04:00:09 [core_client.py:870] [shutdown] MPClient: engine core exited unexpectedly; starting cleanup
+""")
+    assert analysis.verdict.kind.value == "healthy"
+    assert any(a.name == "shutdown" for a in analysis.model.activities)
+
+
+def test_a_sigterm_after_a_fault_does_not_hide_the_fault(tmp_path):
+    analysis = _analyze(tmp_path, """\
+(Worker_TP0 pid=7) ERROR 12-03 04:00:00 [multiproc_executor.py:1] RuntimeError: CUDA error: an illegal memory access was encountered
+(EngineCore pid=9) INFO 12-03 04:00:03 [core.py:1698] [shutdown] EngineCore: trigger received signal=SIGTERM
+""")
+    assert analysis.verdict.kind.value == "crashed"
+
+
+def test_a_wait_that_can_never_complete_names_the_missing_members(tmp_path):
+    analysis = _analyze(tmp_path, """\
+(EngineCore_DP0 pid=3) INFO 06-10 11:04:38 [shm_broadcast.py:705] No available shared memory broadcast block found in 60 seconds.
+torch.distributed.DistStoreError: Timed out after 601 seconds waiting for clients. 2/8 clients joined.
+""")
+    verdict = analysis.verdict
+    assert verdict.kind.value == "deadlocked" and "6 missing member(s)" in verdict.headline
+    assert any("VLLM_HOST_IP" in (s.command or "") for s in verdict.next_steps)
+
+
+def test_a_lone_step_timeout_is_unknown_and_says_what_decides(tmp_path):
+    analysis = _analyze(tmp_path, """\
+(EngineCore pid=2) ERROR 04-01 22:27:40 [core.py:1101] Traceback (most recent call last):
+(EngineCore pid=2) ERROR 04-01 22:27:40 [core.py:1101]   File "/v/multiproc_executor.py", line 376, in get_response
+(EngineCore pid=2) ERROR 04-01 22:27:40 [core.py:1101]     status, result = mq.dequeue(timeout=dequeue_timeout)
+""")
+    verdict = analysis.verdict
+    assert verdict.kind.value == "unknown" and verdict.undecided and "scheduler dump" in verdict.undecided
+    assert analysis.model.guard is not None and analysis.model.guard.knob == "VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS"
