@@ -254,6 +254,18 @@ def collective_timeout(facts: Facts, root: Event) -> Verdict:
     seqs = {getattr(e.data, "rank", None): getattr(e.data, "seq", None) for e in reports}
     what = f"{work.op or 'a collective'}" + (f" #{work.seq}" if work.seq is not None else "")
     minutes = f" for {work.ran_ms / 60000:.0f} min" if work.ran_ms else ""
+    peer_working = [a for a in facts.model.activities if a.startup and a.advancing]
+    if peer_working and not facts.served_before(root):
+        activity = peer_working[-1]
+        draft = Draft(facts, Kind.SLOW, 0.55,
+                      f"slow start-up: a rank waited{minutes} in NCCL {what} for a peer that was still in "
+                      f"{activity.name} ({activity.detail}) — a wait on a party that was working")
+        draft.cite(facts.event_at(activity.source, activity.line), Role.ROOT_CAUSE, "the peer was still working")
+        draft.cite(root, Role.SUPPORTING, "the collective's timeout is shorter than the peer's start-up work")
+        draft.step("give collectives longer than the slowest rank's start-up (0.18+)",
+                   "--distributed-timeout-seconds 3600")
+        draft.undecided = "the other ranks' logs: still loading or compiling when this rank timed out confirms it"
+        return draft.cite_consequences(root).done()
     draft = Draft(
         facts,
         Kind.DEADLOCKED,

@@ -471,6 +471,11 @@ RULES: tuple[Rule, ...] = (
     Rule(Signal.CUDA_OOM, "out of memory", _c(r"(?:CUDA|HIP) out of memory"), _oom),
     Rule(Signal.KV_CACHE_INSUFFICIENT, "No available memory for the cache blocks", _c(r"No available memory for the cache blocks")),
     Rule(Signal.KV_CACHE_INSUFFICIENT, "larger than the available KV cache memory", _c(r"larger than the available KV cache memory")),
+    Rule(
+        Signal.KV_CACHE_INSUFFICIENT,
+        "stored in KV cache",
+        _c(r"larger than the maximum number of tokens that can be stored in KV cache"),
+    ),
     Rule(Signal.KV_CACHE_INSUFFICIENT, "is less than desired GPU memory utilization", _c(r"is less than desired GPU memory utilization")),
     Rule(
         Signal.PREEMPTION,
@@ -586,6 +591,8 @@ RULES: tuple[Rule, ...] = (
     Rule(Signal.CUDA_ERROR, "device-side assert", _c(r"device-side assert triggered")),
     Rule(Signal.CUDA_ERROR, "unspecified launch failure", _c(r"unspecified launch failure")),
     Rule(Signal.CUDA_ERROR, "CUDA error: ", _c(r"CUDA error: (?!out of memory)[^\n]{0,200}")),
+    Rule(Signal.CUDA_ERROR, "fallen off the bus", _c(r"GPU has fallen off the bus")),
+    Rule(Signal.CUDA_ERROR, "uncorrectable ECC error", _c(r"uncorrectable ECC error encountered")),
     Rule(Signal.CUDA_ERROR, "NVRM: Xid", _c(r"NVRM: Xid \([^)]*\): (?P<x>\d+)"), lambda m, t: [Failure(name=f"Xid {m['x']}")]),
     Rule(Signal.FATAL_SIGNAL, "Fatal Python error", _c(r"Fatal Python error: (?P<w>[^\n]{0,200})"), lambda m, t: [Failure(exception=m["w"])]),
     Rule(Signal.FATAL_SIGNAL, "Segmentation fault", _c(r"Segmentation fault")),
