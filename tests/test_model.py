@@ -74,3 +74,14 @@ def test_a_lone_step_timeout_is_unknown_and_says_what_decides(tmp_path):
     verdict = analysis.verdict
     assert verdict.kind.value == "unknown" and verdict.undecided and "scheduler dump" in verdict.undecided
     assert analysis.model.guard is not None and analysis.model.guard.knob == "VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS"
+
+
+def test_a_collective_timeout_while_a_peer_still_loads_is_a_slow_start_up(tmp_path):
+    analysis = _analyze(tmp_path, """\
+(Worker_TP1 pid=81) Loading safetensors checkpoint shards:  60% Completed | 30/50 [11:10<07:20, 22.00s/it]
+(Worker_TP1 pid=81) Loading safetensors checkpoint shards:  62% Completed | 31/50 [11:32<07:00, 22.00s/it]
+[rank0]:[E1203 04:10:00.081662161 ProcessGroupNCCL.cpp:684] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600012 milliseconds before timing out.
+""")
+    verdict = analysis.verdict
+    assert verdict.kind.value == "slow" and "weight loading" in verdict.headline
+    assert any("--distributed-timeout-seconds" in (s.command or "") for s in verdict.next_steps)
