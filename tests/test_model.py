@@ -85,3 +85,23 @@ def test_a_collective_timeout_while_a_peer_still_loads_is_a_slow_start_up(tmp_pa
     verdict = analysis.verdict
     assert verdict.kind.value == "slow" and "weight loading" in verdict.headline
     assert any("--distributed-timeout-seconds" in (s.command or "") for s in verdict.next_steps)
+
+
+def test_a_log_that_ends_during_start_up_is_not_called_healthy(tmp_path):
+    analysis = _analyze(tmp_path, """\
+INFO 04-28 10:00:00 [model_runner.py:904] Loading model weights took 3.3461 GB
+INFO 04-28 10:00:05 [worker.py:267] Memory profiling takes 4.10 seconds
+""")
+    verdict = analysis.verdict
+    assert verdict.kind.value == "unknown" and "start-up" in verdict.headline
+    assert verdict.undecided and "engdiag snapshot" in verdict.undecided
+
+
+def test_a_launcher_that_gives_up_on_start_up_is_the_guard_outside_vllm(tmp_path):
+    analysis = _analyze(tmp_path, """\
+Loading safetensors checkpoint shards:  40% Completed | 2/5 [00:50<01:15, 25.00s/it]
+2026-07-25 14:36:08.362 [Error] (WrappedServer) vllm-server failed to start within timeout
+""")
+    guard = analysis.model.guard
+    assert guard is not None and guard.owner == "platform"
+    assert analysis.verdict.kind.value == "slow"

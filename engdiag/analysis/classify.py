@@ -74,6 +74,7 @@ RULES: tuple[Callable[[Facts], Verdict | None], ...] = (
     waits.offline_stall,
     memory.kv_pressure,
     phases.long_generation,
+    phases.startup_stopped,
     benign.quiet,
 )
 

@@ -330,3 +330,21 @@ def long_generation(facts: Facts) -> Verdict | None:
                "client request timeout ≥ max_tokens ÷ observed tok/s")
     draft.undecided = "the client's own timeout and the request's max_tokens decide whether this was expected"
     return draft.done()
+
+
+def startup_stopped(facts: Facts) -> Verdict | None:
+    """The log ends during start-up, with nothing fatal: not evidence of health, nor of a hang."""
+    if facts.t.serving_started or facts.t.of(Signal.SERVER_READY):
+        return None
+    startup = [a for a in facts.model.activities if a.startup]
+    if not startup or facts.shm_stalls(workers=True):
+        return None
+    last = startup[-1]
+    state = "still advancing" if last.advancing else ("finished" if last.finished else "running")
+    draft = Draft(facts, Kind.UNKNOWN, 0.35,
+                  f"unknown: the log ends during start-up — {last.name} {state} ({last.detail}) — with "
+                  "nothing fatal and no sign the server became ready")
+    draft.cite(facts.event_at(last.source, last.line), Role.ROOT_CAUSE, "the last start-up work in the log")
+    draft.undecided = ("the lines after this point, or a stack capture of the EngineCore now (engdiag snapshot): "
+                       "compiling, capturing or loading means slow start-up; a collective or queue wait means stuck")
+    return draft.done()

@@ -121,6 +121,9 @@ def _guard_for(facts: Facts, event: Event) -> Guard:
     if signal is Signal.EXTERNAL_GUARD and data.guard == "k8s-probe":
         return Guard(f"Kubernetes {data.call}", "platform (kubelet)", None, "the pod spec's periodSeconds × failureThreshold",
                      "the server answering /health within the probe's limits", "livenessProbe / startupProbe", *where)
+    if signal is Signal.EXTERNAL_GUARD and data.guard == "platform":
+        return Guard("platform start-up timeout", "platform", None, "the launcher's own setting",
+                     "the server becoming ready after launch", "the launcher's start-up timeout", *where)
     if signal is Signal.EXTERNAL_GUARD:
         return Guard("Ray Serve health check", "Ray Serve", None, "health_check_timeout_s (30 s default)",
                      "the replica answering check_health", "health_check_period_s / health_check_timeout_s", *where)

@@ -747,6 +747,12 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         Signal.EXTERNAL_GUARD,
+        "within timeout",
+        _c(r"(?:failed to (?:start|become ready)|(?:was )?not (?:ready|healthy)) within (?:the )?timeout"),
+        _const(Timeout(call="server start-up", guard="platform")),
+    ),
+    Rule(
+        Signal.EXTERNAL_GUARD,
         "failed health check, stopping it",
         _c(r"failed health check, stopping it"),
         _const(Timeout(call="replica health check", guard="ray-serve-health")),
