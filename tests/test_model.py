@@ -105,3 +105,13 @@ Loading safetensors checkpoint shards:  40% Completed | 2/5 [00:50<01:15, 25.00s
     guard = analysis.model.guard
     assert guard is not None and guard.owner == "platform"
     assert analysis.verdict.kind.value == "slow"
+
+
+def test_a_guided_decoding_compile_in_progress_explains_a_step_timeout(tmp_path):
+    analysis = _analyze(tmp_path, """\
+INFO 11-05 10:00:00 metrics.py:349] Avg prompt throughput: 120.0 tokens/s, Avg generation throughput: 3.0 tokens/s, Running: 1 reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: 1.0%, CPU KV cache usage: 0.0%.
+Compiling FSM index for all state transitions:  35%|███▌      | 120/343 [00:51<01:35,  2.34it/s]
+ERROR 11-05 10:01:00 [core.py:398] RPC call to execute_model timed out.
+""")
+    assert any(a.name == "guided-decoding compile" and a.advancing for a in analysis.model.activities)
+    assert analysis.verdict.kind.value == "slow"

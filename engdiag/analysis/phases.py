@@ -51,7 +51,11 @@ _REPORTED = {
     "cuda_graphs_captured": "CUDA-graph capture",
     "dynamo": "Dynamo bytecode transform",
 }
-_BARS = (("checkpoint shards", "weight loading"), ("Capturing CUDA graph", "CUDA-graph capture"))
+_BARS = (
+    ("checkpoint shards", "weight loading"),
+    ("Capturing CUDA graph", "CUDA-graph capture"),
+    ("Compiling FSM index", "guided-decoding compile"),
+)
 _FINISHES = {"weight loading": "weights_loaded", "CUDA-graph capture": "cuda_graphs_captured"}
 
 
@@ -115,7 +119,7 @@ def _bars(facts: Facts) -> Iterable[Activity]:
             rate = f", {bar.seconds_per_item:.2f} s/item" if bar.seconds_per_item else ""
             detail = f"{bar.done}/{bar.total if bar.total is not None else '?'}{rate}"
             found = _activity(name, first, last, seconds=seconds, advancing=moved and not ended,
-                              finished=ended, detail=detail)
+                              finished=ended, detail=detail, startup=not facts.served_before(first))
             if best is None or (found.seconds or 0) > (best.seconds or 0):
                 best = found
         if best is not None:

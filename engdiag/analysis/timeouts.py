@@ -30,7 +30,7 @@ from engdiag.analysis.facts import DECODE_STEP_TOKENS, HUGE_STEP_TOKENS, Facts, 
 from engdiag.analysis.model import Guard
 from engdiag.analysis.timeline import is_progress
 from engdiag.analysis.verdict import Kind, Role, Verdict
-from engdiag.logs.events import Event, NcclWork, Signal, Timeout
+from engdiag.logs.events import Event, NcclWork, Progress, Signal, Timeout
 from engdiag.timeouts.knobs import (
     DISTRIBUTED,
     ENGINE_READY,
@@ -275,6 +275,7 @@ def _step_timeout(facts: Facts, event: Event) -> Verdict:
     before = facts.before(event)
     served = facts.served_before(event)
     compiles = [e for e in before if e.signal is Signal.COMPILE and (facts.served_before(e) or "inference" in e.text)]
+    compiles += [e for e in before if isinstance(e.data, Progress) and "Compiling FSM index" in e.data.bar]
     startup = [e for e in before if is_startup_work(e)]
     dump = facts.last_crash_dump
     core_stalls = [e for e in facts.shm_stalls(workers=False) if facts.at(e) < facts.at(event)]

@@ -797,8 +797,9 @@ RULES: tuple[Rule, ...] = (
     Rule(Signal.SHUTDOWN, "Parent process exited, terminating worker", _c(r"Parent process exited, terminating worker")),
 )
 
-BAR_LITERALS = ("Processed prompts", "checkpoint shards", "Capturing CUDA graph", "Adding requests")
-"""tqdm bars worth following: offline progress, weight loading, CUDA-graph capture."""
+BAR_LITERALS = ("Processed prompts", "checkpoint shards", "Capturing CUDA graph", "Adding requests", "Compiling FSM index")
+"""tqdm bars worth following: offline progress, weight loading, CUDA-graph capture, and outlines'
+guided-decoding compile (``Compiling FSM index for all state transitions``), which runs inside a step."""
 HTTP_ERROR_LITERAL = '" 50'
 """uvicorn access lines with a 5xx status (``HTTP/1.1" 503``)."""
 
