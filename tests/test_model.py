@@ -115,3 +115,15 @@ ERROR 11-05 10:01:00 [core.py:398] RPC call to execute_model timed out.
 """)
     assert any(a.name == "guided-decoding compile" and a.advancing for a in analysis.model.activities)
     assert analysis.verdict.kind.value == "slow"
+
+
+def test_collective_timeouts_after_a_step_guard_are_its_consequences(tmp_path):
+    analysis = _analyze(tmp_path, """\
+(APIServer pid=1) INFO 12-03 04:00:00 [loggers.py:257] Engine 000: Avg prompt throughput: 900.0 tokens/s, Avg generation throughput: 40.0 tokens/s, Running: 3 reqs, Waiting: 0 reqs, GPU KV cache usage: 3.0%
+(Worker_TP0 pid=7) WARNING 12-03 04:00:05 [jit_monitor.py:143] Triton kernel JIT compilation during inference: _fwd_kernel. This causes a latency spike; consider extending warmup to cover this shape/config.
+(EngineCore pid=9) ERROR 12-03 04:05:06 [core.py:1100] TimeoutError: RPC call to execute_model timed out.
+[rank1]:[E1203 04:10:06.081662161 ProcessGroupNCCL.cpp:684] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9001, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600010 milliseconds before timing out.
+""")
+    verdict = analysis.verdict
+    assert verdict.kind.value == "slow" and "compiling" in verdict.headline
+    assert any(e.role.value == "consequence" and "Watchdog caught" in e.text for e in verdict.evidence)

@@ -49,6 +49,9 @@ def root_fault(facts: Facts) -> Verdict | None:
     if not faults:
         return None
     root = faults[0]
+    guard = timeouts.timeout_event(facts)
+    if guard is not None and facts.at(guard) < facts.at(root) and root.signal not in (Signal.CUDA_OOM, Signal.CUDA_ERROR):
+        return None  # a step guard fired first: the collective timeouts after it are its consequences
     if root.signal is Signal.CUDA_OOM:
         return memory.oom(facts, root)
     if root.signal is Signal.KV_CACHE_INSUFFICIENT:
