@@ -88,8 +88,9 @@ class Facts:
         """Kept events later in time than ``event``."""
         return self.events[self.position[id(event)] + 1 :]
 
-    def served_before(self, event: Event) -> bool:
-        """Had the engine started serving before this event?"""
+    @cached_property
+    def first_serving(self) -> int:
+        """Position of the first event that shows the engine serving (past the end when none)."""
         serving = {
             Signal.STATS,
             Signal.ITERATION,
@@ -99,14 +100,16 @@ class Facts:
             Signal.RESPONSE_GENERATED,
             Signal.SERVER_READY,
         }
-        for earlier in self.before(event):
-            if earlier.signal in serving:
-                return True
-            if isinstance(earlier.data, Progress) and earlier.data.bar.startswith(
-                ("Processed prompts", "Adding requests")
-            ):
-                return True
-        return False
+        for i, event in enumerate(self.events):
+            if event.signal in serving:
+                return i
+            if isinstance(event.data, Progress) and event.data.bar.startswith(("Processed prompts", "Adding requests")):
+                return i
+        return len(self.events)
+
+    def served_before(self, event: Event) -> bool:
+        """Had the engine started serving before this event?"""
+        return self.first_serving < self.position[id(event)]
 
     def phase_at(self, event: Event) -> str | None:
         """``serving``, ``start-up`` or None when the log does not say."""
