@@ -23,7 +23,7 @@ import math
 from collections.abc import Iterable
 
 from engdiag.analysis.draft import Draft
-from engdiag.analysis.facts import Facts
+from engdiag.analysis.facts import Facts, is_startup_work
 from engdiag.analysis.model import Activity
 from engdiag.analysis.verdict import Kind, Role, Verdict
 from engdiag.logs.events import (
@@ -185,6 +185,22 @@ def _retries(facts: Facts) -> Iterable[Activity]:
                         finished=False, detail=f"{len(retries)} bounded wait(s) timed out and were retried")
 
 
+def _process_group(facts: Facts) -> Iterable[Activity]:
+    """torch.distributed / NCCL set-up: from the rendezvous line to the first communicator."""
+    lines = [e for e in facts.t.of(Signal.STARTUP_PHASE) if isinstance(e.data, Phase)
+             and e.data.name.startswith(("process_group_init", "nccl_communicator_ready"))]
+    inits = [e for e in lines if e.data.name.startswith("process_group_init")]  # type: ignore[union-attr]
+    if not inits:
+        return
+    ready = [e for e in lines if e.data.name == "nccl_communicator_ready"]  # type: ignore[union-attr]
+    later = [e for e in facts.after(inits[-1]) if is_startup_work(e)]
+    done = bool(ready) or bool(later)
+    end = ready[-1] if ready else (later[0] if later else inits[-1])
+    method = inits[0].data.name.split(" ", 1)[-1]  # type: ignore[union-attr]
+    yield _activity("process-group / NCCL init", inits[0], end, seconds=_span(inits[0], end), advancing=False,
+                    finished=done, detail=f"{len(inits)} rank(s) at {method}")
+
+
 def _handshake(facts: Facts) -> Iterable[Activity]:
     waits = [e for e in facts.t.of(Signal.STARTUP_PHASE)
              if isinstance(e.data, Phase) and e.data.name.startswith("waiting")]
@@ -228,7 +244,8 @@ def _shutdown(facts: Facts) -> Iterable[Activity]:
 def activities(facts: Facts) -> list[Activity]:
     """Every activity the log shows, in the order their last lines appear."""
     found = [
-        *_bars(facts), *_reported(facts), *_kv_sizing(facts), *_compiles(facts), *_retries(facts),
+        *_process_group(facts), *_bars(facts), *_reported(facts), *_kv_sizing(facts), *_compiles(facts),
+        *_retries(facts),
         *_handshake(facts), *_serving(facts), *_shutdown(facts),
     ]
     index = {(e.source, e.line): i for i, e in enumerate(facts.events)}

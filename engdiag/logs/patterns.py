@@ -403,6 +403,18 @@ RULES: tuple[Rule, ...] = (
         _c(r"Waiting for \d+ core engine proc\(s\) to start"),
         _phase("waiting_for_engine_cores"),
     ),
+    Rule(
+        Signal.STARTUP_PHASE,
+        "distributed_init_method=",
+        _c(r"world_size=(?P<w>\d+) rank=(?P<r>\d+) local_rank=\d+ distributed_init_method=(?P<m>\S+)"),
+        lambda m, t: [Phase(f"process_group_init {m['m']}")],
+    ),
+    Rule(
+        Signal.STARTUP_PHASE,
+        "vLLM is using nccl==",
+        _c(r"vLLM is using nccl==(?P<v>[\w.]+)"),
+        lambda m, t: [Phase("nccl_communicator_ready")],
+    ),
     Rule(Signal.SERVER_READY, "Application startup complete", _c(r"Application startup complete")),
     Rule(Signal.SERVER_READY, "Starting vLLM API server", _c(r"Starting vLLM API server")),
     Rule(Signal.COMPILE, "torch.compile take", _c(r"torch\.compile takes (?P<s>[\d.]+) s in total"), _phase("torch_compile", seconds="s")),
