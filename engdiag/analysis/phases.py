@@ -362,6 +362,18 @@ def startup_stopped(facts: Facts) -> Verdict | None:
         return None
     last = startup[-1]
     state = "still advancing" if last.advancing else ("finished" if last.finished else "running")
+    if last.name == "process-group / NCCL init" and facts.multi_rank:
+        draft = Draft(facts, Kind.DEADLOCKED, 0.45,
+                      f"deadlocked at start-up: the log stops inside process-group / NCCL set-up ({last.detail}); "
+                      "ranks wait there for each other, and set-up takes seconds when every peer is reachable")
+        draft.cite(facts.event_at(last.source, last.line), Role.ROOT_CAUSE, "the last start-up step: ranks meet here")
+        draft.undecided = ("whether every rank reached this line (all ranks' logs), or a stack capture "
+                           "(engdiag snapshot) showing ranks in init_process_group / ncclCommInitRank")
+        draft.step("as a diagnosis step: if this removes the hang, check IOMMU/ACS and the P2P topology",
+                   "export NCCL_P2P_DISABLE=1")
+        draft.step("make every rank reach the rendezvous address (multi-node: a routable IP)",
+                   "export VLLM_HOST_IP=<this node's IP>")
+        return draft.done()
     draft = Draft(facts, Kind.UNKNOWN, 0.35,
                   f"unknown: the log ends during start-up — {last.name} {state} ({last.detail}) — with "
                   "nothing fatal and no sign the server became ready")

@@ -407,7 +407,7 @@ RULES: tuple[Rule, ...] = (
         Signal.STARTUP_PHASE,
         "distributed_init_method=",
         _c(r"world_size=(?P<w>\d+) rank=(?P<r>\d+) local_rank=\d+ distributed_init_method=(?P<m>\S+)"),
-        lambda m, t: [Phase(f"process_group_init {m['m']}")],
+        lambda m, t: [Phase(f"process_group_init {m['m']}"), ParallelConfig(nranks=int(m["w"]))],
     ),
     Rule(
         Signal.STARTUP_PHASE,
