@@ -193,7 +193,8 @@ def _process_group(facts: Facts) -> Iterable[Activity]:
     if not inits:
         return
     ready = [e for e in lines if e.data.name == "nccl_communicator_ready"]  # type: ignore[union-attr]
-    later = [e for e in facts.after(inits[-1]) if is_startup_work(e)]
+    later = [e for e in facts.after(inits[-1]) if is_startup_work(e) and isinstance(e.data, (Phase, Progress))
+             and not (isinstance(e.data, Phase) and e.data.name.startswith("process_group_init"))]
     done = bool(ready) or bool(later)
     end = ready[-1] if ready else (later[0] if later else inits[-1])
     method = inits[0].data.name.split(" ", 1)[-1]  # type: ignore[union-attr]
