@@ -383,3 +383,9 @@ def test_operator_stop_wordings():
         "(EngineCore pid=9) INFO 12-03 04:00:01 [core.py:1698] [shutdown] EngineCore: trigger received signal=SIGTERM",
     ])
     assert [e.data.name for e in _of(events, Signal.OPERATOR_STOP)] == ["shutdown", "SIGTERM"]
+
+
+def test_every_spelling_of_a_cuda_oom():
+    for line in ("RuntimeError: CUDA error: out of memory",
+                 "torch.OutOfMemoryError: Allocation on device 0 would exceed allowed memory."):
+        assert _of(_events([line]), Signal.CUDA_OOM), line

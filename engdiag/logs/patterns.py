@@ -480,7 +480,8 @@ RULES: tuple[Rule, ...] = (
         _c(r"Sleep mode freed (?P<f>[\d.]+) GiB memory"),
         _memory(("sleep_freed", "f", "GiB")),
     ),
-    Rule(Signal.CUDA_OOM, "out of memory", _c(r"(?:CUDA|HIP) out of memory"), _oom),
+    Rule(Signal.CUDA_OOM, "out of memory", _c(r"(?:CUDA|HIP) out of memory|CUDA error: out of memory"), _oom),
+    Rule(Signal.CUDA_OOM, "OutOfMemoryError", _c(r"(?:torch\.(?:cuda\.)?)?OutOfMemoryError"), _oom),
     Rule(Signal.KV_CACHE_INSUFFICIENT, "No available memory for the cache blocks", _c(r"No available memory for the cache blocks")),
     Rule(Signal.KV_CACHE_INSUFFICIENT, "larger than the available KV cache memory", _c(r"larger than the available KV cache memory")),
     Rule(
