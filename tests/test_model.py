@@ -140,3 +140,12 @@ def test_a_multi_rank_start_up_that_stops_in_process_group_init(tmp_path):
     verdict = analysis.verdict
     assert verdict.kind.value == "deadlocked" and "process-group" in verdict.headline
     assert verdict.confidence < 0.5 and verdict.undecided
+
+
+def test_a_gloo_receive_that_never_completes_is_a_deadlock(tmp_path):
+    analysis = _analyze(tmp_path, """\
+(EngineCore_DP1 pid=12) ERROR 11-14 16:43:23 [core.py:710] RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 1800000ms for recv operation to complete
+""")
+    assert analysis.verdict.kind.value == "deadlocked"
+    guard = analysis.model.guard
+    assert guard is not None and guard.owner == "PyTorch (gloo)" and guard.limit_s == 1800

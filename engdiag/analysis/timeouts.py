@@ -105,6 +105,9 @@ def _guard_for(facts: Facts, event: Event) -> Guard:
                      origin if limit else "default",
                      "engine start-up: weight loading, profiling, compilation, CUDA-graph capture",
                      ENGINE_READY.name, *where)
+    if signal is Signal.COMM_TIMEOUT and data.guard == "gloo":
+        return Guard(f"{data.call} timeout", "PyTorch (gloo)", limit, origin,
+                     "a CPU-side collective between ranks", "--cpu-distributed-timeout-seconds (0.32+)", *where)
     if signal is Signal.COMM_TIMEOUT:
         return Guard(f"{data.call or 'DeepEP'} timeout", "DeepEP", None, "unknown",
                      "tokens exchanged between expert-parallel ranks", None, *where)

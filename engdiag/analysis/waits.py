@@ -145,6 +145,11 @@ def _collective_waits(facts: Facts) -> Iterable[Wait]:
                    False, peer.detail or "the link to the peer failed", None, event.source, event.line)
     for event in facts.t.of(Signal.COMM_TIMEOUT)[:2]:
         call = event.data.call if isinstance(event.data, Timeout) else None
+        if call and call.startswith("gloo"):
+            yield Wait(_label(event, "a rank"), "its peer ranks", call, False,
+                       "the peer never sent its part of the CPU collective", event.data.limit_s,  # type: ignore[union-attr]
+                       event.source, event.line)
+            continue
         yield Wait(_label(event, "an EP rank"), "the other EP ranks", call or "all-to-all", False,
                    "their tokens never arrived before the kernel's timeout", None, event.source, event.line)
 
@@ -210,6 +215,9 @@ def _comm_steps(draft: Draft, event: Event) -> None:
         draft.step("check the fabric between the nodes (link state, GID index, MTU)", "ibv_devinfo; ibstat")
         draft.step("get NCCL's account of the transport", "export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET")
         draft.step("to isolate the transport, run once over TCP", "export NCCL_IB_DISABLE=1")
+    elif signal is Signal.COMM_TIMEOUT and isinstance(event.data, Timeout) and (event.data.guard == "gloo"):
+        draft.step("name the ranks and the collectives they disagree on", "export TORCH_DISTRIBUTED_DEBUG=DETAIL")
+        draft.step("find the rank that never reached this CPU collective (its own log, or engdiag snapshot on it)")
     elif signal is Signal.COMM_TIMEOUT:
         draft.step("check RDMA between the nodes for the expert-parallel kernels (NVSHMEM/IBGDA)",
                    "export NCCL_DEBUG=INFO NVSHMEM_DEBUG=INFO")

@@ -730,6 +730,19 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         Signal.COMM_TIMEOUT,
+        "operation to complete",
+        _c(r"Timed out waiting (?P<ms>\d+)ms for (?P<op>recv|send) operation to complete"),
+        lambda m, t: [Timeout(call=f"gloo {m['op']}", limit_s=int(m["ms"]) / 1000, guard="gloo")],
+    ),
+    Rule(
+        Signal.NCCL_WATCHDOG_TIMEOUT,
+        "watchdog got stuck for",
+        _c(r"(?:\[(?:PG [^\]]*?)?Rank (?P<rank>\d+)\] )?ProcessGroupNCCL's watchdog got stuck for (?P<s>\d+) seconds"),
+        lambda m, t: [NcclWork(rank=_i(m["rank"]), op="a CUDA/NCCL call (the watchdog itself hung)",
+                               ran_ms=int(m["s"]) * 1000)],
+    ),
+    Rule(
+        Signal.COMM_TIMEOUT,
         "DeepEP error: timeout",
         _c(r"DeepEP error: timeout \((?P<w>[^)]*)\)"),
         lambda m, t: [Timeout(call=f"DeepEP {m['w']}", guard="deepep")],
