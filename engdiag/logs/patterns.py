@@ -569,6 +569,18 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         Signal.WORKER_DIED,
+        "The actor died unexpectedly",
+        _c(r"The actor died unexpectedly before finishing this task"),
+        _const(Failure(name="Ray actor")),
+    ),
+    Rule(
+        Signal.WORKER_DIED,
+        "node running low on memory",
+        _c(r"killed due to the node running low on memory"),
+        _const(Failure(name="Ray worker (host out of memory)", exception="host memory exhausted (Ray's OOM killer)")),
+    ),
+    Rule(
+        Signal.WORKER_DIED,
         "engine core exited unexpectedly",
         _c(r"engine core exited unexpectedly"),
         _const(Failure(name="engine core")),
