@@ -8,7 +8,6 @@ import json
 import pytest
 
 from engdiag.analysis.analyze import analyze
-
 from tests.conftest import CORPUS
 
 CASES = sorted(p for p in CORPUS.iterdir() if (p / "case.json").exists())

@@ -319,8 +319,8 @@ def test_failed_core_procs_even_empty_is_a_start_up_failure():
 
 def test_jit_monitor_warning_is_compilation_during_inference():
     events = _events([
-        "(Worker_TP0 pid=5) WARNING 12-03 04:00:01 [jit_monitor.py:143] CuTeDSL JIT compilation during inference: "
-        "sample_kernel (shape=(8, 4096)). This causes a latency spike; consider extending warmup to cover this shape/config.",
+        ("(Worker_TP0 pid=5) WARNING 12-03 04:00:01 [jit_monitor.py:143] CuTeDSL JIT compilation during inference: "
+         "sample_kernel (shape=(8, 4096)). This causes a latency spike; consider extending warmup to cover this shape/config."),
     ])
     compile_ = _of(events, Signal.COMPILE)[0]
     assert "inference" in compile_.text and compile_.data.name.startswith("CuTeDSL")
@@ -328,8 +328,8 @@ def test_jit_monitor_warning_is_compilation_during_inference():
 
 def test_corrupted_requests_and_took_wording():
     events = _events([
-        "(APIServer pid=1) INFO 12-03 04:00:01 [loggers.py:326] Engine 000: Avg prompt throughput: 0.0 tokens/s, "
-        "Avg generation throughput: 12.0 tokens/s, Running: 2 reqs, Waiting: 0 reqs, GPU KV cache usage: 3.0%, Corrupted: 2 reqs",
+        ("(APIServer pid=1) INFO 12-03 04:00:01 [loggers.py:326] Engine 000: Avg prompt throughput: 0.0 tokens/s, "
+         "Avg generation throughput: 12.0 tokens/s, Running: 2 reqs, Waiting: 0 reqs, GPU KV cache usage: 3.0%, Corrupted: 2 reqs"),
         "(EngineCore pid=9) INFO 12-03 04:00:02 [monitor.py:20] torch.compile took 41.07 s in total",
         "(APIServer pid=1) INFO 12-03 04:00:03 [startup.py:18] vLLM server version 0.34.0, serving model m",
     ])

@@ -212,6 +212,6 @@ def test_vllm_json_log_formatter_keeps_a_traceback_in_one_record():
         '"exc_info": "Traceback (most recent call last):\\nTimeoutError: RPC call to execute_model timed out."}'
     )
     found = pieces(line, 1)
-    assert [p.msg for p in found][0] == "EngineCore encountered a fatal error."
+    assert found[0].msg == "EngineCore encountered a fatal error."
     assert len({p.header for p in found}) == 1 and found[0].proc.name == "EngineCore_DP0"
     assert found[0].stamp == Stamp(11, 2, 10 * 3600 + 1)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
 from typing import BinaryIO
@@ -63,7 +63,7 @@ class Analysis:
     timeline: Timeline
     incident: Incident
     verdict: Verdict
-    model: Model = Model()
+    model: Model = field(default_factory=Model)
     """Activities, waits and the guard that fired: what the verdict was judged from."""
 
     @property

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from engdiag.analysis import benign, crashes, memory, phases, timeouts, waits
+from engdiag.analysis import benign, crashes, guards, memory, phases, stalls, timeouts, waits
 from engdiag.analysis.facts import Facts
 from engdiag.analysis.timeline import Timeline
 from engdiag.analysis.verdict import Kind, Verdict
@@ -49,7 +49,7 @@ def root_fault(facts: Facts) -> Verdict | None:
     if not faults:
         return None
     root = faults[0]
-    guard = timeouts.timeout_event(facts)
+    guard = guards.timeout_event(facts)
     if guard is not None and facts.at(guard) < facts.at(root) and root.signal not in (Signal.CUDA_OOM, Signal.CUDA_ERROR):
         return None  # a step guard fired first: the collective timeouts after it are its consequences
     if root.signal is Signal.CUDA_OOM:
@@ -73,8 +73,8 @@ RULES: tuple[Callable[[Facts], Verdict | None], ...] = (
     waits.core_waits,
     waits.api_waits,
     waits.handshake_wait,
-    waits.stalled_serving,
-    waits.offline_stall,
+    stalls.stalled_serving,
+    stalls.offline_stall,
     memory.kv_pressure,
     phases.long_generation,
     phases.startup_stopped,

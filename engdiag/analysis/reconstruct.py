@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engdiag.analysis import phases, timeouts, waits
+from engdiag.analysis import guards, phases, waits
 from engdiag.analysis.facts import Facts
 from engdiag.analysis.model import Model
 
@@ -13,6 +13,6 @@ def build_model(facts: Facts) -> Model:
     return Model(
         activities=activities,
         waits=tuple(waits.waits(facts)),
-        guard=timeouts.guard(facts),
+        guard=guards.guard(facts),
         startup_seconds=phases.startup_seconds(facts, activities),
     )

@@ -27,148 +27,15 @@ from __future__ import annotations
 
 from engdiag.analysis.draft import Draft
 from engdiag.analysis.facts import DECODE_STEP_TOKENS, HUGE_STEP_TOKENS, Facts, is_startup_work, stalled
+from engdiag.analysis.guards import timeout_event
 from engdiag.analysis.model import Guard
 from engdiag.analysis.timeline import is_progress
 from engdiag.analysis.verdict import Kind, Role, Verdict
-from engdiag.logs.events import Event, NcclWork, Progress, Signal, Timeout
-from engdiag.timeouts.knobs import (
-    DISTRIBUTED,
-    ENGINE_READY,
-    EXECUTE_MODEL,
-    ITERATION,
-    RPC,
-    WATCHDOG,
-    parse_version,
-)
+from engdiag.logs.events import Event, Progress, Signal, Timeout
+from engdiag.timeouts.knobs import RPC
 
 SHORT_LIMIT_S = 30.0
 """A step guard this short can be outlasted by one long prefill on a large model."""
-_V0_RPC_CALLS = {"RPCServer", "MQLLMEngine", "Server"}
-GUARD_SIGNALS = (
-    Signal.RPC_TIMEOUT,
-    Signal.ITERATION_TIMEOUT,
-    Signal.HEARTBEAT_LOST,
-    Signal.ENGINE_READY_TIMEOUT,
-    Signal.COMM_TIMEOUT,
-    Signal.NCCL_WATCHDOG_TIMEOUT,
-    Signal.RECOVERY_TIMEOUT,
-    Signal.STACK_DUMP,
-    Signal.EXTERNAL_GUARD,
-)
-
-
-def _step_limit(facts: Facts) -> tuple[float | None, str]:
-    """The execute_model guard's limit for this version: 40 s fixed in 0.8.x, 300 s from 0.9."""
-    version = parse_version(facts.t.version.version if facts.t.version else None)
-    if version is None:
-        return None, "unknown (300 s from 0.9; 40 s in 0.8)"
-    return (40.0, "default") if version < (0, 9, 0) else (float(EXECUTE_MODEL.default), "default")
-
-
-def _ray_limit(facts: Facts) -> tuple[float | None, str]:
-    """Ray's own 10 s default until vLLM set RAY_CGRAPH_get_timeout to 300 s (0.8.5)."""
-    version = parse_version(facts.t.version.version if facts.t.version else None)
-    if version is None:
-        return None, "unknown (Ray's default 10 s; vLLM sets 300 s from 0.8.5)"
-    return (10.0, "default") if version < (0, 8, 5) else (300.0, "default")
-
-
-def _guard_for(facts: Facts, event: Event) -> Guard:
-    data = event.data if isinstance(event.data, Timeout) else Timeout()
-    where = (event.source, event.line, event.stamp.text if event.stamp else None)
-    limit, origin = (data.limit_s, "printed") if data.limit_s is not None else (None, "unknown")
-    signal = event.signal
-    if signal is Signal.RPC_TIMEOUT and data.guard == "ray-cgraph":
-        limit, origin = _ray_limit(facts)
-        return Guard("Ray compiled-graph read timeout", "Ray", limit, origin,
-                     "reading one step's output from the workers through the Ray compiled graph",
-                     "RAY_CGRAPH_get_timeout", *where)
-    if signal is Signal.RPC_TIMEOUT and data.call in _V0_RPC_CALLS:
-        return Guard("V0 frontend RPC timeout", "vLLM", limit, origin,
-                     "an RPC from the API server to the engine process (health check, request)", RPC.name, *where)
-    if signal is Signal.RPC_TIMEOUT:
-        if limit is None:
-            limit, origin = _step_limit(facts)
-        return Guard(f"{data.call or 'execute_model'} step timeout", "vLLM", limit, origin,
-                     "one model step on the workers (execute_model / sample_tokens)", EXECUTE_MODEL.name, *where)
-    if signal is Signal.ITERATION_TIMEOUT:
-        return Guard("V0 engine iteration timeout", "vLLM", limit or float(ITERATION.default),
-                     origin if limit else "default", "one V0 engine step", ITERATION.name, *where)
-    if signal is Signal.HEARTBEAT_LOST:
-        return Guard("V0 MQLLMEngine heartbeat", "vLLM", limit, origin,
-                     "the V0 engine loop's heartbeat to the API server", RPC.name, *where)
-    if signal is Signal.ENGINE_READY_TIMEOUT:
-        if data.guard == "dp-coordinator":
-            return Guard("DP coordinator start-up timeout", "vLLM", limit, origin,
-                         "the data-parallel coordinator reporting its addresses", None, *where)
-        return Guard("engine start-up timeout", "vLLM", limit or float(ENGINE_READY.default),
-                     origin if limit else "default",
-                     "engine start-up: weight loading, profiling, compilation, CUDA-graph capture",
-                     ENGINE_READY.name, *where)
-    if signal is Signal.COMM_TIMEOUT and data.guard == "gloo":
-        return Guard(f"{data.call} timeout", "PyTorch (gloo)", limit, origin,
-                     "a CPU-side collective between ranks", "--cpu-distributed-timeout-seconds (0.32+)", *where)
-    if signal is Signal.COMM_TIMEOUT:
-        return Guard(f"{data.call or 'DeepEP'} timeout", "DeepEP", None, "unknown",
-                     "tokens exchanged between expert-parallel ranks", None, *where)
-    if signal is Signal.NCCL_WATCHDOG_TIMEOUT:
-        work = event.data if isinstance(event.data, NcclWork) else NcclWork(None)
-        what = f"{work.op or 'a collective'}" + (f" #{work.seq}" if work.seq is not None else "")
-        return Guard("NCCL process-group timeout", "PyTorch (NCCL watchdog)",
-                     work.timeout_ms / 1000 if work.timeout_ms else None, "printed" if work.timeout_ms else "unknown",
-                     f"collective {what}", DISTRIBUTED.name, *where)
-    if signal is Signal.STACK_DUMP:
-        return Guard("vLLM watchdog (0.33+)", "vLLM", 300.0, "default",
-                     f"progress of the process's main loop ({data.call or 'feed timeout'}); dumps stacks, never kills",
-                     WATCHDOG.name, *where)
-    if signal is Signal.EXTERNAL_GUARD and data.guard == "k8s-probe":
-        return Guard(f"Kubernetes {data.call}", "platform (kubelet)", None, "the pod spec's periodSeconds × failureThreshold",
-                     "the server answering /health within the probe's limits", "livenessProbe / startupProbe", *where)
-    if signal is Signal.EXTERNAL_GUARD and data.guard == "platform":
-        return Guard("platform start-up timeout", "platform", None, "the launcher's own setting",
-                     "the server becoming ready after launch", "the launcher's start-up timeout", *where)
-    if signal is Signal.EXTERNAL_GUARD:
-        return Guard("Ray Serve health check", "Ray Serve", None, "health_check_timeout_s (30 s default)",
-                     "the replica answering check_health", "health_check_period_s / health_check_timeout_s", *where)
-    if signal is Signal.RECOVERY_TIMEOUT:
-        return Guard("fault-tolerance recovery timeout", "vLLM", limit, origin,
-                     "recovery of the engine after a fault ([FT])", None, *where)
-    return Guard("a timeout", "?", limit, origin, "?", None, *where)
-
-
-def _client_guard(facts: Facts) -> Guard | None:
-    aborted = facts.t.of(Signal.REQUEST_ABORTED)
-    if not aborted or not facts.stats:
-        return None
-    event = aborted[0]
-    return Guard("client request timeout", "client", None, "unknown",
-                 "the whole request, as the client or gateway waits for it", "client request timeout",
-                 event.source, event.line, event.stamp.text if event.stamp else None)
-
-
-def guard(facts: Facts) -> Guard | None:
-    """The guard that fired first (vLLM's, Ray's, NCCL's, DeepEP's, or the client's)."""
-    for event in facts.t.of(*GUARD_SIGNALS):
-        if event.signal is Signal.STACK_DUMP and isinstance(event.data, Timeout) and "SIG" in (event.data.call or ""):
-            continue
-        return _guard_for(facts, event)
-    fatal = timeout_event(facts)
-    if fatal is not None:
-        return _guard_for(facts, fatal)
-    return _client_guard(facts)
-
-
-def timeout_event(facts: Facts) -> Event | None:
-    """The first line where one of vLLM's own timeouts fired."""
-    timeouts = facts.t.of(
-        Signal.RPC_TIMEOUT, Signal.ITERATION_TIMEOUT, Signal.HEARTBEAT_LOST, Signal.ENGINE_READY_TIMEOUT
-    )
-    if timeouts:
-        return timeouts[0]
-    for event in facts.t.of(Signal.ENGINE_FATAL):
-        if (facts.exception_of(event) or "").startswith(("TimeoutError", "asyncio.exceptions.TimeoutError")):
-            return event
-    return None
 
 
 def _limit_text(g: Guard | None) -> str:

@@ -9,8 +9,8 @@ from rich.text import Text
 from engdiag.analysis.analyze import Analysis
 from engdiag.logs.events import CudaOom, Event, Memory, Signal
 from engdiag.render.human import clip, evidence_table, heading, reasons, steps, verdict_line
-from engdiag.units import format_bytes, format_duration
 from engdiag.render.spark import sparkline
+from engdiag.units import format_bytes, format_duration
 
 
 def _where(event: Event | None) -> Text:

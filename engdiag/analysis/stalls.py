@@ -1,0 +1,70 @@
+"""Stalled progress: requests in flight and nothing produced, to the end of the log.
+
+Domain facts (docs/verdicts.md): a stats interval with requests running and 0 tokens/s
+means no engine step completed in it (``Running: 0`` at 0 tokens/s is idle, never a
+stall); from 0.8.5 V1 prints exactly one such line and then drops to DEBUG, so a stall
+leaves one line and silence (``tp8-llama70b-ray-allreduce-watchdog``).  Multi-GPU
+offline generation stuck at ``0/N`` prompts after start-up is the first collective
+never completing (``a6000-tp2-iommu-acs-stall``).
+"""
+
+from __future__ import annotations
+
+from engdiag.analysis.draft import Draft
+from engdiag.analysis.facts import Facts
+from engdiag.analysis.verdict import Kind, Role, Verdict
+from engdiag.logs.events import Progress, Signal
+
+
+def stalled_serving(facts: Facts) -> Verdict | None:
+    """Requests running and not one token produced, to the end of the log."""
+    trailing = facts.trailing_stalled_stats()
+    progress_after = facts.t.last_progress
+    if not trailing or (progress_after is not None and facts.at(progress_after) >= facts.at(trailing[0])):
+        return None
+    core = facts.shm_stalls(workers=False)
+    draft = Draft(
+        facts,
+        Kind.DEADLOCKED,
+        0.55 + (0.1 if len(trailing) >= 3 else 0) + (0.1 if core else 0),
+        f"deadlocked: {trailing[-1].data.running} requests running, no token produced since "  # type: ignore[union-attr]
+        f"{trailing[0].stamp.text if trailing[0].stamp else 'the last stats line'}",
+    )
+    draft.cite(trailing[0], Role.ROOT_CAUSE, "0 tokens/s with requests running: no engine step completed")
+    for event in trailing[1:3]:
+        draft.cite(event, Role.SUPPORTING)
+    for event in core[-2:]:
+        draft.cite(event, Role.SUPPORTING)
+    draft.undecided = "a stack capture now (engdiag snapshot) shows where the workers wait"
+    return draft.done()
+
+
+def offline_stall(facts: Facts) -> Verdict | None:
+    """Offline generation stopped mid-way and the log went silent."""
+    bars = [e for e in facts.t.of(Signal.PROGRESS_BAR) if e.data.bar.startswith("Processed prompts")]  # type: ignore[union-attr]
+    if not bars:
+        return None
+    last = bars[-1]
+    progress: Progress = last.data  # type: ignore[assignment]
+    if progress.total is None or progress.done >= progress.total:
+        return None
+    if [e for e in facts.after(last) if e.signal is not Signal.PROGRESS_BAR]:
+        return None
+    if not facts.multi_rank:
+        draft = Draft(facts, Kind.UNKNOWN, 0.3,
+                      f"unknown: generation stopped at {progress.done}/{progress.total} prompts and the log ends")
+        draft.cite(last, Role.CONTEXT)
+        draft.undecided = "whether the process is still computing: engdiag snapshot on it"
+        return draft.done()
+    draft = Draft(
+        facts,
+        Kind.DEADLOCKED,
+        0.5,
+        f"deadlocked: multi-GPU generation stuck at {progress.done}/{progress.total} prompts "
+        "right after start-up, nothing logged since",
+    )
+    draft.cite(last, Role.ROOT_CAUSE, "no prompt completed and the log went silent")
+    draft.cite(facts.t.last_of(Signal.PARALLEL_CONFIG), Role.CONTEXT,
+               "GPUs talk over NCCL: a peer-to-peer hang stops the first step")
+    draft.undecided = "a stack capture now (engdiag snapshot) shows whether the ranks sit in a collective"
+    return draft.done()
