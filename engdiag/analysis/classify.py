@@ -1,10 +1,11 @@
 """Timeline → verdict: slow, deadlocked, fragmented, crashed, healthy or unknown.
 
 The reasoning lives in one module per family of evidence — ``phases`` (what each
-process was doing and for how long), ``waits`` (who waited on whom, and whether it
-could ever be satisfied), ``timeouts`` (which guard fired, its limit, what it
-guarded), ``memory``, ``crashes`` and ``benign``.  This module only orders them,
-most decisive first (docs/verdicts.md):
+process was doing and for how long), ``waits`` and ``stalls`` (who waited on whom,
+whether it could ever be satisfied, and progress that stopped), ``timeouts`` (the
+guard that fired, reconstructed by ``guards``, against the work in progress),
+``memory``, ``crashes`` and ``benign``.  This module only orders them, most
+decisive first (docs/verdicts.md):
 
 1. an operator's stop before any fault makes the rest of the log its shutdown;
 2. the first hard fault in time is the root cause — a memory fault, a crash, or a
