@@ -149,3 +149,12 @@ def test_a_gloo_receive_that_never_completes_is_a_deadlock(tmp_path):
     assert analysis.verdict.kind.value == "deadlocked"
     guard = analysis.model.guard
     assert guard is not None and guard.owner == "PyTorch (gloo)" and guard.limit_s == 1800
+
+
+def test_an_ascend_notify_wait_timeout_names_the_silent_rank(tmp_path):
+    analysis = _analyze(tmp_path, """\
+(Worker_TP1 pid=9) ERROR 11-28 11:59:30 [worker.py:1] RuntimeError: EI0002: The wait execution of the Notify register times out. Reason: The Notify register has not received the Notify record from remote rank [0].base information: [streamID:[14], taskID[4], taskType[Notify Wait], tag[HcomAllReduce_66294_0].]
+""")
+    verdict = analysis.verdict
+    assert verdict.kind.value == "deadlocked" and "remote rank 0" in verdict.headline
+    assert analysis.model.guard is not None and analysis.model.guard.knob == "HCCL_EXEC_TIMEOUT"

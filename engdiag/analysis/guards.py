@@ -86,6 +86,9 @@ def _guard_for(facts: Facts, event: Event) -> Guard:
     if signal is Signal.COMM_TIMEOUT and data.guard == "gloo":
         return Guard(f"{data.call} timeout", "PyTorch (gloo)", limit, origin,
                      "a CPU-side collective between ranks", "--cpu-distributed-timeout-seconds (0.32+)", *where)
+    if signal is Signal.COMM_TIMEOUT and data.guard == "hccl":
+        return Guard("HCCL notify-wait timeout", "Ascend HCCL", None, "HCCL_EXEC_TIMEOUT (1836 s default)",
+                     data.call or "a collective between NPUs", "HCCL_EXEC_TIMEOUT", *where)
     if signal is Signal.COMM_TIMEOUT:
         return Guard(f"{data.call or 'DeepEP'} timeout", "DeepEP", None, "unknown",
                      "tokens exchanged between expert-parallel ranks", None, *where)

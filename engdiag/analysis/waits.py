@@ -145,7 +145,7 @@ def _collective_waits(facts: Facts) -> Iterable[Wait]:
                    False, peer.detail or "the link to the peer failed", None, event.source, event.line)
     for event in facts.t.of(Signal.COMM_TIMEOUT)[:2]:
         call = event.data.call if isinstance(event.data, Timeout) else None
-        if call and call.startswith("gloo"):
+        if call and call.startswith(("gloo", "HCCL")):
             yield Wait(_label(event, "a rank"), "its peer ranks", call, False,
                        "the peer never sent its part of the CPU collective", event.data.limit_s,  # type: ignore[union-attr]
                        event.source, event.line)
@@ -215,7 +215,7 @@ def _comm_steps(draft: Draft, event: Event) -> None:
         draft.step("check the fabric between the nodes (link state, GID index, MTU)", "ibv_devinfo; ibstat")
         draft.step("get NCCL's account of the transport", "export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET")
         draft.step("to isolate the transport, run once over TCP", "export NCCL_IB_DISABLE=1")
-    elif signal is Signal.COMM_TIMEOUT and isinstance(event.data, Timeout) and (event.data.guard == "gloo"):
+    elif signal is Signal.COMM_TIMEOUT and isinstance(event.data, Timeout) and event.data.guard in ("gloo", "hccl"):
         draft.step("name the ranks and the collectives they disagree on", "export TORCH_DISTRIBUTED_DEBUG=DETAIL")
         draft.step("find the rank that never reached this CPU collective (its own log, or engdiag snapshot on it)")
     elif signal is Signal.COMM_TIMEOUT:
@@ -228,6 +228,10 @@ def unsatisfiable_wait(facts: Facts, root: Event) -> Verdict:
     """A wait that can never complete: deadlocked, naming the party."""
     if root.signal is Signal.NCCL_WATCHDOG_TIMEOUT:
         return collective_timeout(facts, root)
+    if root.signal is Signal.COMM_TIMEOUT:
+        working = _peer_still_starting(facts, root)
+        if working is not None:
+            return working
     same = {(e.source, e.line) for e in facts.t.of(root.signal)}
     candidates = [w for w in facts.model.waits if (w.source, w.line) in same]
     named = [w for w in candidates if w.on.startswith("peer ") or w.on.startswith("rank ")]
@@ -254,6 +258,22 @@ def unsatisfiable_wait(facts: Facts, root: Event) -> Verdict:
     return draft.done()
 
 
+def _peer_still_starting(facts: Facts, root: Event) -> Verdict | None:
+    """A collective that timed out before serving while a peer's start-up work still advanced: slow."""
+    peer_working = [a for a in facts.model.activities if a.startup and a.advancing]
+    if not peer_working or facts.served_before(root):
+        return None
+    activity = peer_working[-1]
+    draft = Draft(facts, Kind.SLOW, 0.55,
+                  f"slow start-up: a rank gave up waiting in a collective for a peer that was still in "
+                  f"{activity.name} ({activity.detail}) — a wait on a party that was working")
+    draft.cite(facts.event_at(activity.source, activity.line), Role.ROOT_CAUSE, "the peer was still working")
+    draft.cite(root, Role.SUPPORTING, "the collective's timeout is shorter than the peer's start-up work")
+    draft.step("give collectives longer than the slowest rank's start-up (0.18+)", "--distributed-timeout-seconds 3600")
+    draft.undecided = "the other ranks' logs: still loading or compiling when this rank timed out confirms it"
+    return draft.cite_consequences(root).done()
+
+
 def collective_timeout(facts: Facts, root: Event) -> Verdict:
     """The NCCL watchdog saw a collective never complete; diverging SeqNums name the rank that left."""
     reports = facts.t.of(Signal.NCCL_WATCHDOG_TIMEOUT)
@@ -262,18 +282,9 @@ def collective_timeout(facts: Facts, root: Event) -> Verdict:
     seqs = {getattr(e.data, "rank", None): getattr(e.data, "seq", None) for e in reports}
     what = f"{work.op or 'a collective'}" + (f" #{work.seq}" if work.seq is not None else "")
     minutes = f" for {work.ran_ms / 60000:.0f} min" if work.ran_ms else ""
-    peer_working = [a for a in facts.model.activities if a.startup and a.advancing]
-    if peer_working and not facts.served_before(root):
-        activity = peer_working[-1]
-        draft = Draft(facts, Kind.SLOW, 0.55,
-                      f"slow start-up: a rank waited{minutes} in NCCL {what} for a peer that was still in "
-                      f"{activity.name} ({activity.detail}) — a wait on a party that was working")
-        draft.cite(facts.event_at(activity.source, activity.line), Role.ROOT_CAUSE, "the peer was still working")
-        draft.cite(root, Role.SUPPORTING, "the collective's timeout is shorter than the peer's start-up work")
-        draft.step("give collectives longer than the slowest rank's start-up (0.18+)",
-                   "--distributed-timeout-seconds 3600")
-        draft.undecided = "the other ranks' logs: still loading or compiling when this rank timed out confirms it"
-        return draft.cite_consequences(root).done()
+    working = _peer_still_starting(facts, root)
+    if working is not None:
+        return working
     draft = Draft(
         facts,
         Kind.DEADLOCKED,

@@ -747,6 +747,14 @@ RULES: tuple[Rule, ...] = (
         lambda m, t: [Timeout(call=f"gloo {m['op']}", limit_s=int(m["ms"]) / 1000, guard="gloo")],
     ),
     Rule(
+        Signal.COMM_TIMEOUT,
+        "Notify register times out",
+        _c(r"Notify register times out\. Reason: The Notify register has not received the Notify record from "
+           r"remote rank:? ?\[(?P<r>[^\]]*)\](?:[^\n]*?tag\[(?P<tag>[A-Za-z]+))?"),
+        lambda m, t: [Timeout(call=f"HCCL {m['tag'] or 'collective'} (remote rank {m['r']} never signalled)",
+                              guard="hccl")],
+    ),
+    Rule(
         Signal.NCCL_WATCHDOG_TIMEOUT,
         "watchdog got stuck for",
         _c(r"(?:\[(?:PG [^\]]*?)?Rank (?P<rank>\d+)\] )?ProcessGroupNCCL's watchdog got stuck for (?P<s>\d+) seconds"),
