@@ -88,4 +88,9 @@ def other_fatal(facts: Facts) -> Verdict | None:
     draft.cite(root, Role.ROOT_CAUSE)
     if not exception:
         draft.undecided = "the first error of the dying process (often a CUDA error) is not in this log"
+    unnamed = next((e for e in fatal if "Failed core proc(s): {}" in e.text), None)
+    if unnamed is not None:
+        draft.notes.append("'Failed core proc(s): {}' means a start-up process exited without an exit code vLLM "
+                           "could read: its own traceback, or the host's OOM killer (dmesg), is the root cause")
+        draft.undecided = "the engine core's own last lines, and `dmesg -T | grep -i -e oom -e killed` on the host"
     return draft.cite_consequences(root).done()
