@@ -569,6 +569,12 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         Signal.WORKER_DIED,
+        "Killed process",
+        _c(r"Out of memory: Killed process (?P<pid>\d+) \((?P<n>[^)]+)\)"),
+        lambda m, t: [Failure(name=f"{m['n']} pid {m['pid']} (host OOM killer)", exit_code=-9)],
+    ),
+    Rule(
+        Signal.WORKER_DIED,
         "The actor died unexpectedly",
         _c(r"The actor died unexpectedly before finishing this task"),
         _const(Failure(name="Ray actor")),
