@@ -215,3 +215,8 @@ def test_vllm_json_log_formatter_keeps_a_traceback_in_one_record():
     assert found[0].msg == "EngineCore encountered a fatal error."
     assert len({p.header for p in found}) == 1 and found[0].proc.name == "EngineCore_DP0"
     assert found[0].stamp == Stamp(11, 2, 10 * 3600 + 1)
+
+
+def test_a_log_quoted_in_a_markdown_reply():
+    piece = one("> (EngineCore_DP0 pid=7) ERROR 05-16 03:38:10 [core.py:398] EngineCore encountered a fatal error.")
+    assert piece.shape is Shape.VLLM and piece.proc is not None and piece.stamp == Stamp(5, 16, 3 * 3600 + 38 * 60 + 10)

@@ -28,6 +28,7 @@ _PLATFORM = re.compile(
     r"(?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:\.\d+)? +\\?\| ?"
 )
 """Hosting platforms' console prefix: ``May 01  14:38:18.434 | ...`` (``\\|`` when pasted from a table)."""
+_QUOTE = re.compile(r"(?:> ?)+")
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _NCCL_SPLIT = re.compile(r"\s+(?=[\w.-]+:\d+:\d+ \[\d+\] (?:[\w/.-]+:\d+ )?NCCL [A-Z]+ )")
 """Where NCCL lines flattened into one paragraph (a paste that lost its newlines) begin again."""
@@ -277,7 +278,12 @@ def pieces(line: str, lineno: int) -> list[Piece]:
 
 
 def _outer_prefix(text: str) -> tuple[str, Stamp | None]:
-    """Strip a wrapper's time prefix (Ray Data epoch, ``[YYYY-MM-DD HH:MM:SS]``, a platform console)."""
+    """Strip a wrapper's time prefix (Ray Data epoch, ``[YYYY-MM-DD HH:MM:SS]``, a platform console).
+
+    A markdown quote (``> `` from a reply that quotes a log) is stripped first.
+    """
+    if text[:1] == ">" and (match := _QUOTE.match(text)) is not None:
+        text = text[match.end() :]
     if text[:1].isdigit() and (match := _NS_EPOCH.match(text)) is not None:
         return text[match.end() :], None
     if text[:2] == "[2" and (match := _BRACKET_TS.match(text)) is not None:
