@@ -249,6 +249,9 @@ def unsatisfiable_wait(facts: Facts, root: Event) -> Verdict:
     draft = Draft(facts, Kind.DEADLOCKED, confidence, headline)
     draft.generic_steps = False
     draft.cite(root, Role.ROOT_CAUSE, "a wait that can never be satisfied")
+    if any(e.signal is Signal.FATAL_SIGNAL for e in facts.events):
+        draft.notes.append("not a crash: the `terminate called` / fatal signal is how the failed collective "
+                           "ended the process, not a fault of its own")
     for event in facts.t.of(root.signal)[1:3]:
         draft.cite(event, Role.SUPPORTING)
     for event in facts.shm_stalls(workers=False)[-2:]:
