@@ -86,6 +86,29 @@ class Draft:
         self.steps.append(Step(text, command))
         return self
 
+    def _model_notes(self) -> list[str]:
+        """The model behind the verdict, in one line each: the guard, the decisive wait, the phase."""
+        model = self.facts.model
+        notes: list[str] = []
+        g = model.guard
+        if g is not None:
+            limit = f"{g.limit_s:g} s ({g.limit_origin})" if g.limit_s is not None else f"limit {g.limit_origin}"
+            notes.append(f"timeout that fired: {g.name} ({g.owner}), {limit}; it guarded {g.guarded}")
+        decisive = [w for w in model.waits if w.satisfiable is not None] or list(model.waits)
+        if decisive:
+            w = decisive[0]
+            state = {True: "the party was working", False: "it can never complete", None: "undetermined"}
+            notes.append(f"wait: {w.waiter} on {w.on} via {w.via} — {state[w.satisfiable]} ({w.why[:120]})")
+        phases = [a for a in model.activities if a.advancing] or [
+            a for a in model.activities if a.startup and a.seconds
+        ]
+        if phases:
+            a = max(phases, key=lambda x: x.seconds or 0)
+            took = f"{a.seconds:.0f} s" if a.seconds is not None else "unknown time"
+            state = "still advancing" if a.advancing else ("finished" if a.finished else "stopped")
+            notes.append(f"phase: {a.name}, {took}, {state} ({a.detail[:100]})")
+        return notes
+
     def done(self) -> Verdict:
         steps = list(self.steps)
         if self.generic_steps:
@@ -102,5 +125,5 @@ class Draft:
             ruled_out=tuple(ruled_out(self.facts, self.kind)),
             next_steps=tuple(steps),
             undecided=self.undecided,
-            notes=tuple(self.notes),
+            notes=tuple(self.notes + self._model_notes()),
         )
