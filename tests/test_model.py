@@ -158,3 +158,13 @@ def test_an_ascend_notify_wait_timeout_names_the_silent_rank(tmp_path):
     verdict = analysis.verdict
     assert verdict.kind.value == "deadlocked" and "remote rank 0" in verdict.headline
     assert analysis.model.guard is not None and analysis.model.guard.knob == "HCCL_EXEC_TIMEOUT"
+
+
+def test_a_queue_that_does_not_drain_behind_a_working_engine_is_slow(tmp_path):
+    lines = "".join(
+        f"(APIServer pid=1) INFO 12-03 04:00:{10 * i:02d} [loggers.py:257] Engine 000: Avg prompt throughput: 800.0 tokens/s, "
+        f"Avg generation throughput: 950.0 tokens/s, Running: 256 reqs, Waiting: {40 + 15 * i} reqs, GPU KV cache usage: 71.0%\n"
+        for i in range(4)
+    )
+    verdict = _analyze(tmp_path, lines).verdict
+    assert verdict.kind.value == "slow" and "queued" in verdict.headline

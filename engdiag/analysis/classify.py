@@ -77,6 +77,7 @@ RULES: tuple[Callable[[Facts], Verdict | None], ...] = (
     stalls.stalled_serving,
     stalls.offline_stall,
     memory.kv_pressure,
+    stalls.queueing,
     phases.long_generation,
     phases.startup_stopped,
     benign.quiet,

@@ -68,3 +68,30 @@ def offline_stall(facts: Facts) -> Verdict | None:
                "GPUs talk over NCCL: a peer-to-peer hang stops the first step")
     draft.undecided = "a stack capture now (engdiag snapshot) shows whether the ranks sit in a collective"
     return draft.done()
+
+
+def queueing(facts: Facts) -> Verdict | None:
+    """A working engine with a queue that does not drain: requests wait on a party that is busy → slow.
+
+    Domain fact: V1's ``Waiting: N reqs`` counts requests admitted to the engine but not yet
+    scheduled; when it stays up interval after interval while tokens keep flowing, every
+    request's latency includes the queue, and a client's timeout fires although nothing is stuck.
+    """
+    tail = facts.stats[-3:]
+    if len(tail) < 3:
+        return None
+    busy = all(s.waiting > 0 and (s.generation_tps > 0 or s.prompt_tps > 0) for _, s in tail)
+    waiting = [s.waiting for _, s in tail]
+    if not busy or waiting != sorted(waiting):
+        return None
+    last_event, last = tail[-1]
+    draft = Draft(facts, Kind.SLOW, 0.5,
+                  f"slow: the engine kept working ({last.generation_tps:g} tok/s generated) while {last.waiting} "
+                  "requests queued behind the running ones — their wait includes the queue")
+    draft.cite(last_event, Role.ROOT_CAUSE, "requests waiting while the engine works: overload, not a hang")
+    draft.cite(tail[0][0], Role.SUPPORTING, "the queue did not drain")
+    draft.step("serve more requests at once if memory allows, or add replicas", "--max-num-seqs 512")
+    draft.step("give clients a timeout that covers queueing at peak load",
+               "client request timeout ≥ queue length × mean request time ÷ concurrency")
+    draft.undecided = "request latencies (/metrics: vllm:request_queue_time_seconds) show how long requests queued"
+    return draft.done()
