@@ -168,3 +168,19 @@ def test_a_queue_that_does_not_drain_behind_a_working_engine_is_slow(tmp_path):
     )
     verdict = _analyze(tmp_path, lines).verdict
     assert verdict.kind.value == "slow" and "queued" in verdict.headline
+
+
+def test_offline_generation_still_advancing_is_not_a_hang(tmp_path):
+    verdict = _analyze(tmp_path, """\
+Processed prompts:  10%|█         | 100/1000 [01:40<15:00,  1.00s/it]
+Processed prompts:  20%|██        | 200/1000 [03:20<13:20,  1.00s/it]
+""").verdict
+    assert verdict.kind.value == "slow" and "still advancing" in verdict.headline
+
+
+def test_offline_generation_stuck_at_zero_on_several_gpus_is_a_deadlock(tmp_path):
+    verdict = _analyze(tmp_path, """\
+INFO 10-30 09:00:00 config.py:1] non-default args: {'tensor_parallel_size': 2}
+Processed prompts:   0%|          | 0/16 [00:00<?, ?it/s]
+""").verdict
+    assert verdict.kind.value == "deadlocked"

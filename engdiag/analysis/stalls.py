@@ -50,6 +50,16 @@ def offline_stall(facts: Facts) -> Verdict | None:
         return None
     if [e for e in facts.after(last) if e.signal is not Signal.PROGRESS_BAR]:
         return None
+    first: Progress = bars[0].data  # type: ignore[assignment]
+    if progress.done > first.done and progress.done > 0:
+        rate = f", {progress.seconds_per_item:.2f} s/prompt" if progress.seconds_per_item else ""
+        draft = Draft(facts, Kind.SLOW, 0.4,
+                      f"slow: offline generation was still advancing ({progress.done}/{progress.total} prompts{rate}) "
+                      "when the log ends — working, not stuck")
+        draft.cite(last, Role.ROOT_CAUSE, "prompts still completing")
+        draft.cite(bars[0], Role.SUPPORTING, "where this excerpt began")
+        draft.undecided = "whether it finished: the rest of the output, or engdiag snapshot on the process"
+        return draft.done()
     if not facts.multi_rank:
         draft = Draft(facts, Kind.UNKNOWN, 0.3,
                       f"unknown: generation stopped at {progress.done}/{progress.total} prompts and the log ends")
