@@ -184,3 +184,13 @@ INFO 10-30 09:00:00 config.py:1] non-default args: {'tensor_parallel_size': 2}
 Processed prompts:   0%|          | 0/16 [00:00<?, ?it/s]
 """).verdict
     assert verdict.kind.value == "deadlocked"
+
+
+def test_stopping_a_server_that_was_already_stalled_is_not_a_clean_shutdown(tmp_path):
+    verdict = _analyze(tmp_path, """\
+(APIServer pid=1) INFO 12-03 04:00:00 [loggers.py:257] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 0.0 tokens/s, Running: 5 reqs, Waiting: 0 reqs, GPU KV cache usage: 3.0%
+(EngineCore pid=9) INFO 12-03 04:01:00 [shm_broadcast.py:115] No available shared memory broadcast block found in 60 seconds.
+(EngineCore pid=9) INFO 12-03 04:02:00 [shm_broadcast.py:115] No available shared memory broadcast block found in 60 seconds.
+(EngineCore pid=9) INFO 12-03 04:02:30 [core.py:1698] [shutdown] EngineCore: trigger received signal=SIGTERM
+""").verdict
+    assert verdict.kind.value == "deadlocked"

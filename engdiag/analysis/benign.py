@@ -18,7 +18,7 @@ from engdiag.analysis.draft import Draft
 from engdiag.analysis.facts import Facts
 from engdiag.analysis.timeline import FATAL
 from engdiag.analysis.verdict import Kind, Role, Verdict
-from engdiag.logs.events import Event, Progress, Signal, Timeout
+from engdiag.logs.events import Event, Progress, Signal, Stats, Timeout
 
 _FAULTS = (FATAL - {Signal.WORKER_DIED, Signal.ENGINE_DEAD, Signal.ENGINE_FATAL, Signal.PROCESS_EXCEPTION}) | {
     Signal.COLLECTIVE_MISMATCH,
@@ -27,12 +27,19 @@ _FAULTS = (FATAL - {Signal.WORKER_DIED, Signal.ENGINE_DEAD, Signal.ENGINE_FATAL,
     Signal.COMM_TIMEOUT,
     Signal.WORKER_EXCEPTION,
 }
+_TROUBLE = {Signal.EXTERNAL_GUARD, Signal.WAITING, Signal.STACK_DUMP}
+"""Signs that something was already wrong when the stop came (a probe failing, a stall dump)."""
 _SHUTDOWN_EXCEPTIONS = ("KeyboardInterrupt", "SystemExit", "CancelledError", "asyncio.exceptions.CancelledError")
+
+
+def _is_stop_dump(event: Event) -> bool:
+    """The 0.33+ watchdog's dump ``due to SIGTERM``: the stop itself, not a stall."""
+    return event.signal is Signal.STACK_DUMP and isinstance(event.data, Timeout) and "SIG" in (event.data.call or "")
 
 
 def _stop(facts: Facts) -> Event | None:
     stops = facts.t.of(Signal.OPERATOR_STOP)
-    dumps = [e for e in facts.t.of(Signal.STACK_DUMP) if isinstance(e.data, Timeout) and "SIG" in (e.data.call or "")]
+    dumps = [e for e in facts.t.of(Signal.STACK_DUMP) if _is_stop_dump(e)]
     found = sorted([*stops, *dumps], key=facts.at)
     return found[0] if found else None
 
@@ -42,8 +49,14 @@ def operator_stop(facts: Facts) -> Verdict | None:
     stop = _stop(facts)
     if stop is None:
         return None
-    if any(e.signal in _FAULTS for e in facts.before(stop)):
+    before = facts.before(stop)
+    if any(e.signal in _FAULTS or (e.signal in _TROUBLE and not _is_stop_dump(e)) for e in before):
         return None
+    if any(e.signal is Signal.SHM_STALL and not (e.proc and e.proc.role.value == "worker") for e in before):
+        return None  # the engine core was already waiting on its workers: a stop of a hung server
+    if any(isinstance(e.data, Stats) and e.data.running > 0 and e.data.prompt_tps == 0
+           and e.data.generation_tps == 0 for e in before[-3:]):
+        return None  # requests running, nothing produced: the operator stopped a stalled server
     after = facts.after(stop)
     if any(e.signal in _FAULTS - {Signal.RPC_TIMEOUT} for e in after):
         return None
