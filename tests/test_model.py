@@ -194,3 +194,12 @@ def test_stopping_a_server_that_was_already_stalled_is_not_a_clean_shutdown(tmp_
 (EngineCore pid=9) INFO 12-03 04:02:30 [core.py:1698] [shutdown] EngineCore: trigger received signal=SIGTERM
 """).verdict
     assert verdict.kind.value == "deadlocked"
+
+
+def test_a_stop_during_a_start_up_that_still_advanced_is_a_slow_start_up(tmp_path):
+    verdict = _analyze(tmp_path, """\
+(Worker pid=80) Loading safetensors checkpoint shards:  40% Completed | 20/50 [03:10<04:40,  9.50s/it]
+(Worker pid=80) Loading safetensors checkpoint shards:  42% Completed | 21/50 [03:19<04:35,  9.50s/it]
+(EngineCore pid=9) INFO 12-03 04:02:30 [core.py:1698] [shutdown] EngineCore: trigger received signal=SIGTERM
+""").verdict
+    assert verdict.kind.value == "slow" and "stopped before it became ready" in verdict.headline

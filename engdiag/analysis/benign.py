@@ -57,6 +57,8 @@ def operator_stop(facts: Facts) -> Verdict | None:
     if any(isinstance(e.data, Stats) and e.data.running > 0 and e.data.prompt_tps == 0
            and e.data.generation_tps == 0 for e in before[-3:]):
         return None  # requests running, nothing produced: the operator stopped a stalled server
+    if not facts.served_before(stop) and any(a.startup for a in facts.model.activities):
+        return _stopped_during_start_up(facts, stop)
     after = facts.after(stop)
     if any(e.signal in _FAULTS - {Signal.RPC_TIMEOUT} for e in after):
         return None
@@ -125,4 +127,21 @@ def quiet(facts: Facts) -> Verdict | None:
     draft.cite(facts.t.last_progress, Role.CONTEXT, "last progress")
     if not draft.items and facts.events:
         draft.cite(facts.events[-1], Role.CONTEXT, "the last vLLM line")
+    return draft.done()
+
+
+def _stopped_during_start_up(facts: Facts, stop: Event) -> Verdict | None:
+    """A stop that came before the server was ready: something outside gave up on a start-up."""
+    running = [a for a in facts.model.activities if a.startup and a.advancing]
+    if not running:
+        return None
+    activity = running[-1]
+    draft = Draft(facts, Kind.SLOW, 0.5,
+                  f"slow start-up: the server was stopped before it became ready, while {activity.name} was still "
+                  f"advancing ({activity.detail}) — an orchestrator's or operator's start-up limit gave up on it")
+    draft.cite(facts.event_at(activity.source, activity.line), Role.ROOT_CAUSE, "start-up work still in progress")
+    draft.cite(stop, Role.SUPPORTING, "the stop came from outside vLLM")
+    draft.step("give start-up its own probe or limit, longer than this phase needs",
+               "startupProbe failureThreshold × periodSeconds ≥ the observed start-up")
+    draft.undecided = "who stopped it and with what limit: the orchestrator's events (kubectl describe pod)"
     return draft.done()
