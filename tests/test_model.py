@@ -203,3 +203,11 @@ def test_a_stop_during_a_start_up_that_still_advanced_is_a_slow_start_up(tmp_pat
 (EngineCore pid=9) INFO 12-03 04:02:30 [core.py:1698] [shutdown] EngineCore: trigger received signal=SIGTERM
 """).verdict
     assert verdict.kind.value == "slow" and "stopped before it became ready" in verdict.headline
+
+
+def test_steps_already_taking_tens_of_seconds_explain_a_step_timeout(tmp_path):
+    verdict = _analyze(tmp_path, """\
+(EngineCore pid=9) INFO 12-03 04:00:00 [core.py:1] Iteration(812): 1 context requests, 120000 context tokens, 3 generation requests, 3 generation tokens, iteration elapsed time: 41000.00 ms
+(EngineCore pid=9) ERROR 12-03 04:05:30 [core.py:1100] TimeoutError: RPC call to execute_model timed out.
+""").verdict
+    assert verdict.kind.value == "slow" and "41 s" in verdict.headline

@@ -31,9 +31,11 @@ from engdiag.analysis.guards import timeout_event
 from engdiag.analysis.model import Guard
 from engdiag.analysis.timeline import is_progress
 from engdiag.analysis.verdict import Kind, Role, Verdict
-from engdiag.logs.events import Event, Progress, Signal, Timeout
+from engdiag.logs.events import Event, Iteration, Progress, Signal, Timeout
 from engdiag.timeouts.knobs import RPC
 
+LONG_STEP_MS = 10_000
+"""A step this long (``Iteration(N): ... elapsed time``) is already a large share of any step guard."""
 SHORT_LIMIT_S = 30.0
 """A step guard this short can be outlasted by one long prefill on a large model."""
 
@@ -186,6 +188,16 @@ def _step_timeout(facts: Facts, event: Event) -> Verdict:
         draft.cite(facts.t.last_of(Signal.SCHEDULED_TOKENS), Role.ROOT_CAUSE, "an unchunked long prefill")
         draft.cite(event, Role.SUPPORTING)
         draft.undecided = "whether the GPU was busy: a snapshot during the next stall shows compute vs a wait"
+        return draft.cite_consequences(event).done()
+    long_steps = [e for e in before if isinstance(e.data, Iteration) and e.data.elapsed_ms >= LONG_STEP_MS]
+    if long_steps:
+        step: Iteration = long_steps[-1].data  # type: ignore[assignment]
+        draft = Draft(facts, Kind.SLOW, 0.65,
+                      f"slow: steps were already taking {step.elapsed_ms / 1000:.0f} s "
+                      f"({step.context_tokens} prefill tokens) when the {name} fired{_limit_text(g)}")
+        draft.cite(long_steps[-1], Role.ROOT_CAUSE, "a step this long can outlast the guard")
+        draft.cite(event, Role.SUPPORTING)
+        draft.step("bound the longest step", "--max-num-batched-tokens 8192   # chunked prefill")
         return draft.cite_consequences(event).done()
     short = _short_guard(facts, event, g)
     if short is not None and not stalled_stats:
