@@ -389,3 +389,10 @@ def test_every_spelling_of_a_cuda_oom():
     for line in ("RuntimeError: CUDA error: out of memory",
                  "torch.OutOfMemoryError: Allocation on device 0 would exceed allowed memory."):
         assert _of(_events([line]), Signal.CUDA_OOM), line
+
+
+def test_allocation_failures_outside_pytorch_are_out_of_memory():
+    for line in ("RuntimeError: CUDA driver error: out of memory",
+                 "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`"):
+        events = _events([line])
+        assert _of(events, Signal.CUDA_OOM) and not _of(events, Signal.CUDA_ERROR), line
