@@ -48,6 +48,13 @@ def crash(facts: Facts, root: Event) -> Verdict:
         headline = f"crashed: a worker process was killed by {signal_name}"
         if signal_name == "SIGKILL":
             headline += " (the host's OOM killer or an operator)"
+            draft = Draft(facts, Kind.CRASHED, 0.8, headline)
+            draft.generic_steps = False
+            draft.cite(root, Role.ROOT_CAUSE, "SIGKILL: nothing in the process could log why")
+            draft.step("see whether the kernel's OOM killer chose it", "sudo dmesg -T | grep -i -e 'out of memory' -e killed")
+            draft.step("give the container more host memory, or use less of it (smaller --swap-space, "
+                       "no --cpu-offload-gb, fewer API-server processes)", "--swap-space 0")
+            return draft.cite_consequences(root).done()
     else:
         headline = f"crashed: {root.text[:160]}"
     draft = Draft(facts, Kind.CRASHED, 0.85, headline)
