@@ -211,3 +211,17 @@ def test_steps_already_taking_tens_of_seconds_explain_a_step_timeout(tmp_path):
 (EngineCore pid=9) ERROR 12-03 04:05:30 [core.py:1100] TimeoutError: RPC call to execute_model timed out.
 """).verdict
     assert verdict.kind.value == "slow" and "41 s" in verdict.headline
+
+
+def test_a_capture_that_stopped_moving_while_the_engine_core_waits_is_a_deadlock(tmp_path):
+    analysis = _analyze(tmp_path, """\
+(Worker_TP0 pid=7) INFO 12-03 04:00:00 [gpu_model_runner.py:1] Graph capture starts
+(Worker_TP0 pid=7) Capturing CUDA graphs (mixed prefill-decode, PIECEWISE):  45%|████▍     | 30/67 [00:09<00:11,  3.20it/s]
+(EngineCore_DP0 pid=5) INFO 12-03 04:01:05 [shm_broadcast.py:466] No available shared memory broadcast block found in 60 seconds.
+(EngineCore_DP0 pid=5) INFO 12-03 04:02:05 [shm_broadcast.py:466] No available shared memory broadcast block found in 60 seconds.
+(EngineCore_DP0 pid=5) INFO 12-03 04:03:05 [shm_broadcast.py:466] No available shared memory broadcast block found in 60 seconds.
+(EngineCore_DP0 pid=5) INFO 12-03 04:04:05 [shm_broadcast.py:466] No available shared memory broadcast block found in 60 seconds.
+""")
+    capture = next(a for a in analysis.model.activities if a.name == "CUDA-graph capture")
+    assert not capture.advancing and not capture.finished
+    assert analysis.verdict.kind.value == "deadlocked"

@@ -115,6 +115,7 @@ def _bars(facts: Facts) -> Iterable[Activity]:
                 for e in facts.after(last)
             )
             moved = bar.done > first.data.done or bar.seconds_per_item is not None  # type: ignore[union-attr]
+            moved = moved and not _stale(facts, last, bar.seconds_per_item)
             seconds = bar.elapsed_s if bar.elapsed_s is not None else _span(first, last)
             rate = f", {bar.seconds_per_item:.2f} s/item" if bar.seconds_per_item else ""
             detail = f"{bar.done}/{bar.total if bar.total is not None else '?'}{rate}"
@@ -124,6 +125,23 @@ def _bars(facts: Facts) -> Iterable[Activity]:
                 best = found
         if best is not None:
             yield best
+
+
+STALE_AFTER_S = 120.0
+"""A bar silent this long (and five of its own items) before the log's last line has stopped advancing."""
+
+
+def _stale(facts: Facts, last: Event, seconds_per_item: float | None) -> bool:
+    """Did the log go on for much longer than this bar's pace without a new bar line?"""
+    end = next((e for e in reversed(facts.events) if e.stamp is not None), None)
+    if last.stamp is not None and not last.inherited_time:
+        printed = last
+    else:  # a bar has no time of its own: the next line with one is the latest it can have been printed
+        printed = next((e for e in facts.after(last) if e.stamp is not None and not e.inherited_time), None)
+    if end is None or printed is None:
+        return False
+    silent = end.stamp.key - printed.stamp.key  # type: ignore[union-attr]
+    return silent >= max(STALE_AFTER_S, 5 * (seconds_per_item or 0))
 
 
 def _reported(facts: Facts) -> Iterable[Activity]:
