@@ -225,3 +225,15 @@ def test_a_capture_that_stopped_moving_while_the_engine_core_waits_is_a_deadlock
     capture = next(a for a in analysis.model.activities if a.name == "CUDA-graph capture")
     assert not capture.advancing and not capture.finished
     assert analysis.verdict.kind.value == "deadlocked"
+
+
+def test_deepgemm_warm_up_is_start_up_work_a_ready_timeout_waited_on(tmp_path):
+    analysis = _analyze(tmp_path, """\
+(EngineCore_DP0 pid=5) INFO 12-03 04:00:00 [core.py:1] Initializing a V1 LLM engine (v0.11.0) with config: model='deepseek-ai/DeepSeek-V3'
+(Worker_DP0_EP0 pid=7) DeepGemm(m_grouped_fp8_gemm_nt_contiguous) warmup (W=torch.Size([32, 4096, 7168])):  61%|██████    | 1270/2080 [09:41<06:10,  2.19it/s]
+(APIServer pid=1) ERROR 12-03 04:10:05 [core_client.py:1] TimeoutError: Timed out waiting for engine core processes to start. Waited 600s (configured by VLLM_ENGINE_READY_TIMEOUT_S).
+""")
+    warm = next(a for a in analysis.model.activities if a.name == "kernel warm-up (DeepGEMM)")
+    assert warm.detail.startswith("1270/2080")
+    assert analysis.verdict.kind.value == "slow"
+    assert any("DeepGemm" in e.text for e in analysis.verdict.evidence)

@@ -55,6 +55,7 @@ _BARS = (
     ("checkpoint shards", "weight loading"),
     ("Capturing CUDA graph", "CUDA-graph capture"),
     ("Compiling FSM index", "guided-decoding compile"),
+    ("DeepGemm(", "kernel warm-up (DeepGEMM)"),
 )
 _FINISHES = {"weight loading": "weights_loaded", "CUDA-graph capture": "cuda_graphs_captured"}
 

@@ -427,6 +427,7 @@ RULES: tuple[Rule, ...] = (
     Rule(Signal.COMPILE, "torch.compile took", _c(r"torch\.compile took (?P<s>[\d.]+) s in total"), _phase("torch_compile", seconds="s")),
     Rule(Signal.COMPILE, "Dynamo bytecode transform time", _c(r"Dynamo bytecode transform time: (?P<s>[\d.]+) s"), _phase("dynamo", seconds="s")),
     Rule(Signal.COMPILE, "Compiling a graph for", _c(r"Compiling a graph for .*? takes (?P<s>[\d.]+) s"), _phase("graph_compile", seconds="s")),
+    Rule(Signal.COMPILE, "Loading JIT ops", _c(r"(?<!Finished )Loading JIT ops: \S+"), _phase("jit_compile")),
     Rule(Signal.COMPILE, "JIT compil", _c(r"JIT compil\w*(?![^\n]*during inference: )"), _phase("jit_compile")),
     # memory --------------------------------------------------------------------------
     Rule(
@@ -850,7 +851,14 @@ RULES: tuple[Rule, ...] = (
     Rule(Signal.SHUTDOWN, "Parent process exited, terminating worker", _c(r"Parent process exited, terminating worker")),
 )
 
-BAR_LITERALS = ("Processed prompts", "checkpoint shards", "Capturing CUDA graph", "Adding requests", "Compiling FSM index")
+BAR_LITERALS = (
+    "Processed prompts",
+    "checkpoint shards",
+    "Capturing CUDA graph",
+    "Adding requests",
+    "Compiling FSM index",
+    "DeepGemm(",
+)
 """tqdm bars worth following: offline progress, weight loading, CUDA-graph capture, and outlines'
 guided-decoding compile (``Compiling FSM index for all state transitions``), which runs inside a step."""
 HTTP_ERROR_LITERAL = '" 50'
