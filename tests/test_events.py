@@ -396,3 +396,10 @@ def test_allocation_failures_outside_pytorch_are_out_of_memory():
                  "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`"):
         events = _events([line])
         assert _of(events, Signal.CUDA_OOM) and not _of(events, Signal.CUDA_ERROR), line
+
+
+def test_nccl_errors_local_and_remote():
+    assert _of(_events(["RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)"]),
+               Signal.CUDA_ERROR)
+    remote = _events(["RuntimeError: NCCL error: remote process exited or there was a network error, NCCL version 2.21.5"])
+    assert _of(remote, Signal.PEER_LOST) and not _of(remote, Signal.CUDA_ERROR)

@@ -624,6 +624,12 @@ RULES: tuple[Rule, ...] = (
     Rule(Signal.CUDA_ERROR, "device-side assert", _c(r"device-side assert triggered")),
     Rule(Signal.CUDA_ERROR, "unspecified launch failure", _c(r"unspecified launch failure")),
     Rule(Signal.CUDA_ERROR, "CUDA error: ", _c(r"CUDA error: (?!out of memory|CUBLAS_STATUS_ALLOC_FAILED)[^\n]{0,200}")),
+    Rule(
+        Signal.CUDA_ERROR,
+        "NCCL error",
+        _c(r"NCCL error(?: in: [^\n]*?)?:? (?P<e>unhandled (?:system|cuda) error|internal error|invalid usage)"),
+        lambda m, t: [Failure(name=f"NCCL {m['e']}")],
+    ),
     Rule(Signal.CUDA_ERROR, "fallen off the bus", _c(r"GPU has fallen off the bus")),
     Rule(Signal.CUDA_ERROR, "uncorrectable ECC error", _c(r"uncorrectable ECC error encountered")),
     Rule(Signal.CUDA_ERROR, "NVRM: Xid", _c(r"NVRM: Xid \([^)]*\): (?P<x>\d+)"), lambda m, t: [Failure(name=f"Xid {m['x']}")]),
