@@ -237,3 +237,45 @@ def test_deepgemm_warm_up_is_start_up_work_a_ready_timeout_waited_on(tmp_path):
     assert warm.detail.startswith("1270/2080")
     assert analysis.verdict.kind.value == "slow"
     assert any("DeepGemm" in e.text for e in analysis.verdict.evidence)
+
+
+def test_a_ray_serve_health_check_on_a_busy_engine_is_slow(tmp_path):
+    analysis = _analyze(tmp_path, """\
+Didn't receive health check response for replica Replica(id='a1', deployment='vLLM:m', app='app') after 10.0s, marking it unhealthy.
+(_EngineBackgroundProcess pid=19) INFO 06-25 04:39:52 [metrics.py:486] Avg prompt throughput: 20000.0 tokens/s, Avg generation throughput: 5.0 tokens/s, Running: 49 reqs, Swapped: 0 reqs, Pending: 900 reqs, GPU KV cache usage: 16.8%, CPU KV cache usage: 0.0%.
+""")
+    guard = analysis.model.guard
+    assert guard is not None and guard.owner == "Ray Serve" and guard.limit_s == 10
+    assert analysis.verdict.kind.value == "slow"
+
+
+def test_a_placement_group_short_of_gpus_can_never_be_satisfied(tmp_path):
+    verdict = _analyze(tmp_path, """\
+WARNING 04-01 02:45:50 ray_utils.py:320] The number of required GPUs exceeds the total number of available GPUs in the placement group.
+INFO 04-01 02:46:00 ray_utils.py:214] Waiting for creating a placement group of specs for 10 seconds.
+""").verdict
+    assert verdict.kind.value == "deadlocked" and "placement" in verdict.headline
+
+
+def test_a_guard_that_fires_seconds_after_set_up_had_a_short_limit_whatever_was_configured(tmp_path):
+    analysis = _analyze(tmp_path, """\
+INFO 06-12 10:46:22 [ray_distributed_executor.py:579] RAY_CGRAPH_get_timeout is set to 300
+ERROR 06-12 10:46:34 [core.py:517] EngineCore encountered a fatal error.
+ERROR 06-12 10:46:34 [core.py:517] Traceback (most recent call last):
+ERROR 06-12 10:46:34 [core.py:517]   File "/x/ray/dag/compiled_dag_node.py", line 2515, in _execute_until
+ERROR 06-12 10:46:34 [core.py:517]     result = self._dag_output_fetcher.read(timeout)
+""")
+    verdict = analysis.verdict
+    assert verdict.kind.value == "slow"
+    assert any("did not reach the guard" in note for note in verdict.notes)
+
+
+def test_old_v0_stats_with_iteration_time_fields():
+    from engdiag.logs.scan import LineScanner
+
+    scanner = LineScanner("t", 0)
+    line = ("INFO 02-01 06:36:05 llm_engine.py:921] Avg prompt throughput: 382.6 tokens/s, Avg generation throughput: "
+            "118.5 tokens/s, Max iteration time: 386.7 ms, Avg time/tok:149.4 ms, Running: 35 reqs, Swapped: 0 reqs, "
+            "Pending: 115 reqs, GPU KV cache usage: 99.0%, CPU KV cache usage: 0.0%")
+    stats = [e for e in scanner.feed(1, line) + scanner.finish() if e.signal.value == "stats"]
+    assert stats and stats[0].data.running == 35 and stats[0].data.waiting == 115

@@ -109,7 +109,7 @@ def _guard_for(facts: Facts, event: Event) -> Guard:
         return Guard("platform start-up timeout", "platform", None, "the launcher's own setting",
                      "the server becoming ready after launch", "the launcher's start-up timeout", *where)
     if signal is Signal.EXTERNAL_GUARD:
-        return Guard("Ray Serve health check", "Ray Serve", None, "health_check_timeout_s (30 s default)",
+        return Guard("Ray Serve health check", "Ray Serve", limit, origin if limit else "health_check_timeout_s",
                      "the replica answering check_health", "health_check_period_s / health_check_timeout_s", *where)
     if signal is Signal.RECOVERY_TIMEOUT:
         return Guard("fault-tolerance recovery timeout", "vLLM", limit, origin,

@@ -31,7 +31,7 @@ from engdiag.analysis.guards import timeout_event
 from engdiag.analysis.model import Guard
 from engdiag.analysis.timeline import is_progress
 from engdiag.analysis.verdict import Kind, Role, Verdict
-from engdiag.logs.events import Event, Iteration, Progress, Signal, Timeout
+from engdiag.logs.events import Event, Iteration, Phase, Progress, Signal, Timeout
 from engdiag.timeouts.knobs import RPC
 
 LONG_STEP_MS = 10_000
@@ -230,13 +230,20 @@ def _step_timeout(facts: Facts, event: Event) -> Verdict:
     return draft.cite_consequences(event).done()
 
 
+def before_guard(facts: Facts, event: Event) -> list[Event]:
+    """Events before the guard fired."""
+    return facts.before(event)
+
+
 def _short_guard(facts: Facts, event: Event, g: Guard | None) -> Verdict | None:
     """A guard whose limit is shorter than one long step, firing while requests were in flight."""
     last_work = next((e for e in reversed(facts.before(event)) if is_progress(e)), None)
     gap = facts.seconds(last_work, event) if last_work is not None else None
     limit = g.limit_s if g is not None else None
     short_limit = limit is not None and limit <= SHORT_LIMIT_S
-    short_gap = gap is not None and gap <= SHORT_LIMIT_S and (limit is None or limit <= SHORT_LIMIT_S)
+    # a step can only have started after the last completed work (or the executor's set-up): the guard's
+    # effective limit is at most that gap, whatever its configured value claims
+    short_gap = gap is not None and gap <= SHORT_LIMIT_S
     in_flight = _in_flight(facts, event)
     printed = short_limit and g is not None and g.limit_origin == "printed"
     if not (short_limit or short_gap) or (in_flight is None and last_work is None and not printed):
@@ -247,6 +254,12 @@ def _short_guard(facts: Facts, event: Event, g: Guard | None) -> Verdict | None:
                   f"slow: the {g.name if g else 'step guard'} allows {bound} — shorter than one long step "
                   f"(a long prefill on a large or multi-node model) — and it fired{busy}")
     draft.cite(event, Role.ROOT_CAUSE, "a guard shorter than the work it guards")
+    configured = [e for e in before_guard(facts, event) if isinstance(e.data, Phase)
+                  and e.data.name.startswith("ray_cgraph_configured")]
+    if configured and gap is not None and gap < float(configured[-1].data.name.split()[-1]):  # type: ignore[union-attr]
+        draft.notes.append(f"the log says the limit was set to {configured[-1].data.name.split()[-1]} s, "  # type: ignore[union-attr]
+                           f"yet the guard fired {gap:.0f} s after the set-up: the setting did not reach the guard")
+        draft.cite(configured[-1], Role.SUPPORTING, "the configured value that did not take effect")
     draft.cite(last_work, Role.SUPPORTING, "the engine was completing work seconds before")
     draft.cite(in_flight, Role.SUPPORTING, "requests in flight when the guard fired")
     if g is not None and g.knob == "RAY_CGRAPH_get_timeout":

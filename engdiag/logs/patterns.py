@@ -294,7 +294,7 @@ def _stats_rule(literal: str) -> Rule:
 _STATS = re.compile(
     r"(?:Engine (?P<engine>\d+): |\d+ Engines Aggregated: )?"
     r"Avg prompt throughput: (?P<p>[\d.]+) tokens/s, ?Avg generation throughput: (?P<g>[\d.]+) tokens/s, ?"
-    r"Running: (?P<run>\d+) reqs, ?(?:Swapped: (?P<sw>\d+) reqs, ?)?(?:Pending|Waiting): (?P<wait>\d+) reqs"
+    r"(?:(?!Running:)[^\n]){0,80}?Running: (?P<run>\d+) reqs, ?(?:Swapped: (?P<sw>\d+) reqs, ?)?(?:Pending|Waiting): (?P<wait>\d+) reqs"
 )
 
 
@@ -810,6 +810,24 @@ RULES: tuple[Rule, ...] = (
         "within timeout",
         _c(r"(?:failed to (?:start|become ready)|(?:was )?not (?:ready|healthy)) within (?:the )?timeout"),
         _const(Timeout(call="server start-up", guard="platform")),
+    ),
+    Rule(
+        Signal.EXTERNAL_GUARD,
+        "Didn't receive health check response",
+        _c(r"Didn't receive health check response for replica [^\n]*? after (?P<s>[\d.]+)s"),
+        lambda m, t: [Timeout(call="replica health check", limit_s=float(m["s"]), guard="ray-serve-health")],
+    ),
+    Rule(
+        Signal.RENDEZVOUS_FAILED,
+        "exceeds the total number of available GPUs",
+        _c(r"number of required GPUs exceeds the total number of available GPUs in the placement group"),
+        _const(Rendezvous(what="placement")),
+    ),
+    Rule(
+        Signal.STARTUP_PHASE,
+        "RAY_CGRAPH_get_timeout is set to",
+        _c(r"RAY_CGRAPH_get_timeout is set to (?P<s>\d+)"),
+        lambda m, t: [Phase(f"ray_cgraph_configured {m['s']}")],
     ),
     Rule(
         Signal.EXTERNAL_GUARD,
