@@ -279,3 +279,35 @@ def test_old_v0_stats_with_iteration_time_fields():
             "Pending: 115 reqs, GPU KV cache usage: 99.0%, CPU KV cache usage: 0.0%")
     stats = [e for e in scanner.feed(1, line) + scanner.finish() if e.signal.value == "stats"]
     assert stats and stats[0].data.running == 35 and stats[0].data.waiting == 115
+
+
+def test_a_captured_stack_inside_a_collective_with_nothing_after_is_a_deadlock(tmp_path):
+    analysis = _analyze(tmp_path, """\
+INFO 02-01 06:36:05 llm_engine.py:921] Avg prompt throughput: 382.6 tokens/s, Avg generation throughput: 118.5 tokens/s, Running: 35 reqs, Swapped: 0 reqs, Pending: 115 reqs, GPU KV cache usage: 99.0%, CPU KV cache usage: 0.0%
+Thread 0x00007f1c2d7fe640 (most recent call first):
+  File "/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py", line 2050 in all_reduce
+  File "/workspace/vllm/model_executor/parallel_utils/communication_op.py", line 24 in tensor_model_parallel_all_reduce
+""")
+    verdict = analysis.verdict
+    assert verdict.kind.value == "deadlocked" and "all_reduce" in verdict.headline
+
+
+def test_an_exception_raised_through_a_collective_is_not_a_capture(tmp_path):
+    verdict = _analyze(tmp_path, """\
+Traceback (most recent call last):
+  File "/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py", line 2050, in all_reduce
+    work = group.allreduce([tensor], opts)
+RuntimeError: CUDA error: an illegal memory access was encountered
+""").verdict
+    assert verdict.kind.value == "crashed"
+
+
+def test_tracer_lines_with_ranks_inside_a_collective(tmp_path):
+    verdict = _analyze(tmp_path, """\
+==> vllm_trace_frame_for_process_1_thread_1.log <==
+2024-04-15 13:59:04.732274 Return from init_device in /workspace/vllm/worker/worker.py:104
+
+==> vllm_trace_frame_for_process_1113_thread_2.log <==
+2024-04-15 13:59:04.981153 Call to _gather_ipc_meta in /workspace/vllm/model_executor/parallel_utils/custom_all_reduce.py:222
+""").verdict
+    assert verdict.kind.value == "deadlocked" and "_gather_ipc_meta" in verdict.headline

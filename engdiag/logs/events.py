@@ -86,6 +86,8 @@ class Signal(str, Enum):
     """vLLM's fault tolerance gave up waiting for recovery ([FT] No recovery within N s)."""
     EXTERNAL_GUARD = "external_guard"
     """A guard outside vLLM fired: a Kubernetes probe, a Ray Serve health check."""
+    STACK_IN_COLLECTIVE = "stack_in_collective"
+    """A captured stack (faulthandler, py-spy, vLLM's call tracer) that sits inside a collective."""
     OPERATOR_STOP = "operator_stop"
     """Someone asked the server to stop (SIGTERM, a drain)."""
 

@@ -215,6 +215,25 @@ def _step_wait(guard: str) -> Builder:
 _TIMEOUT_ERRORS = {"TimeoutError", "RayChannelTimeoutError", "GetTimeoutError"}
 
 
+def _in_collective(match: re.Match[str], text: str) -> Iterable[Payload]:
+    """A stack frame inside a collective, from a capture (not an exception's traceback)."""
+    if last_exception(text) is None:
+        yield Peer(detail=match["f"])
+
+
+_COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "barrier", "_gather_ipc_meta", "all_to_all")
+
+
+def _collective_frame(name: str) -> Rule:
+    """faulthandler's ``line N in f``, py-spy's ``    f (file:line)``, the call tracer's ``Call to f in``."""
+    return Rule(
+        Signal.STACK_IN_COLLECTIVE,
+        name,
+        re.compile(rf"(?:line \d+ in |Call to |^\s{{2,}})(?P<f>\w*{name}\w*)(?: in | \(|$)", re.MULTILINE),
+        _in_collective,
+    )
+
+
 def _failure(name: str) -> Builder:
     def build(match: re.Match[str], text: str) -> Iterable[Payload]:
         yield Failure(exception=last_exception(text[match.end() :]), name=name)
@@ -868,6 +887,7 @@ RULES: tuple[Rule, ...] = (
         _c(r"\[Watchdog\]Failed to dump stack trace"),
         _const(Timeout(call="feed timeout", guard="watchdog")),
     ),
+    *(_collective_frame(name) for name in _COLLECTIVES),
     Rule(Signal.SHUTDOWN, "Shutting down FastAPI HTTP server", _c(r"Shutting down FastAPI HTTP server")),
     Rule(Signal.SHUTDOWN, "Application shutdown complete", _c(r"Application shutdown complete")),
     Rule(Signal.SHUTDOWN, "Gracefully stopping http server", _c(r"Gracefully stopping http server")),
