@@ -311,3 +311,17 @@ def test_tracer_lines_with_ranks_inside_a_collective(tmp_path):
 2024-04-15 13:59:04.981153 Call to _gather_ipc_meta in /workspace/vllm/model_executor/parallel_utils/custom_all_reduce.py:222
 """).verdict
     assert verdict.kind.value == "deadlocked" and "_gather_ipc_meta" in verdict.headline
+
+
+def test_a_multi_rank_start_up_that_stops_in_kernel_autotuning(tmp_path):
+    analysis = _analyze(tmp_path, """\
+(Worker_TP7_EP7 pid=648) 2026-09-17 18:12:38,553 - INFO - autotuner.py:2789 - flashinfer.jit: [Autotuner]: Loaded 44 configs from /tmp/cache/autotune.json
+(Worker_TP0_EP0 pid=641) INFO 09-17 18:12:38 [kernel_warmup.py:356] Running FlashInfer autotune with 16384 tokens and token buckets (1, 2, 4).
+(Worker_TP6_EP6 pid=647) INFO 09-17 18:12:38 [kernel_warmup.py:356] Running FlashInfer autotune with 16384 tokens and token buckets (1, 2, 4).
+(Worker_TP5_EP5 pid=646) [AutoTuner]: Tuning trtllm::fused_moe::gemm1:   0%|          | 0/22 [00:00<?, ?profiles/s]
+""")
+    autotune = next(a for a in analysis.model.activities if a.name == "kernel autotune")
+    assert "0/22" in autotune.detail and "cached" in autotune.detail and not autotune.advancing
+    verdict = analysis.verdict
+    assert verdict.kind.value == "deadlocked" and "kernel autotune" in verdict.headline
+    assert any("cached tuning configs" in note for note in verdict.notes)

@@ -221,6 +221,28 @@ def _process_group(facts: Facts) -> Iterable[Activity]:
                     finished=done, detail=f"{len(inits)} rank(s) at {method}")
 
 
+def _autotune(facts: Facts) -> Iterable[Activity]:
+    """Kernel autotuning at start-up (FlashInfer's autotuner): ranks tune together, with collectives."""
+    lines = [e for e in facts.t.of(Signal.STARTUP_PHASE) if isinstance(e.data, Phase)
+             and e.data.name.startswith(("kernel_autotune", "autotune_cache_loaded"))]
+    bars = [e for e in facts.t.of(Signal.PROGRESS_BAR) if isinstance(e.data, Progress)
+            and e.data.bar.startswith("Tuning ")]
+    found = sorted(lines + bars, key=facts.at)
+    if not found:
+        return
+    loaded = [e for e in lines if e.data.name.startswith("autotune_cache_loaded")]  # type: ignore[union-attr]
+    ranks = {e.proc.label for e in found if e.proc is not None}
+    moved = any(e.data.done > 0 for e in bars)  # type: ignore[union-attr]
+    detail = f"{len(ranks) or 1} process(es)"
+    if bars:
+        last: Progress = bars[-1].data  # type: ignore[assignment]
+        detail += f", tuning {last.done}/{last.total}"
+    if loaded:
+        detail += f"; {len(loaded)} loaded cached configs"
+    yield _activity("kernel autotune", found[0], found[-1], seconds=_span(found[0], found[-1]),
+                    advancing=moved and not _stale(facts, found[-1], None), finished=False, detail=detail)
+
+
 def _handshake(facts: Facts) -> Iterable[Activity]:
     waits = [e for e in facts.t.of(Signal.STARTUP_PHASE)
              if isinstance(e.data, Phase) and e.data.name.startswith("waiting")]
@@ -264,7 +286,7 @@ def _shutdown(facts: Facts) -> Iterable[Activity]:
 def activities(facts: Facts) -> list[Activity]:
     """Every activity the log shows, in the order their last lines appear."""
     found = [
-        *_process_group(facts), *_bars(facts), *_reported(facts), *_kv_sizing(facts), *_compiles(facts),
+        *_process_group(facts), *_autotune(facts), *_bars(facts), *_reported(facts), *_kv_sizing(facts), *_compiles(facts),
         *_retries(facts),
         *_handshake(facts), *_serving(facts), *_shutdown(facts),
     ]
@@ -373,6 +395,14 @@ def long_generation(facts: Facts) -> Verdict | None:
     return draft.done()
 
 
+_RANKS_MEET = {
+    "process-group / NCCL init": "set-up takes seconds when every peer is reachable",
+    "kernel autotune": "the autotuner synchronises ranks with collectives per tactic, so every rank must "
+    "tune the same tactics",
+}
+"""Start-up phases where ranks synchronise: a multi-rank start-up that stops in one is waiting on a peer."""
+
+
 def startup_stopped(facts: Facts) -> Verdict | None:
     """The log ends during start-up, with nothing fatal: not evidence of health, nor of a hang."""
     if facts.t.serving_started or facts.t.of(Signal.SERVER_READY):
@@ -382,10 +412,13 @@ def startup_stopped(facts: Facts) -> Verdict | None:
         return None
     last = startup[-1]
     state = "still advancing" if last.advancing else ("finished" if last.finished else "running")
-    if last.name == "process-group / NCCL init" and facts.multi_rank:
+    if last.name in _RANKS_MEET and facts.multi_rank and not last.advancing:
         draft = Draft(facts, Kind.DEADLOCKED, 0.45,
-                      f"deadlocked at start-up: the log stops inside process-group / NCCL set-up ({last.detail}); "
-                      "ranks wait there for each other, and set-up takes seconds when every peer is reachable")
+                      f"deadlocked at start-up: the log stops inside {last.name} ({last.detail}); "
+                      f"ranks wait there for each other: {_RANKS_MEET[last.name]}")
+        if "cached" in last.detail:
+            draft.notes.append("some ranks loaded cached tuning configs: a rank that skips tuning skips the "
+                               "cross-rank collectives the tuning ranks wait in (delete the cache to confirm)")
         draft.cite(facts.event_at(last.source, last.line), Role.ROOT_CAUSE, "the last start-up step: ranks meet here")
         draft.undecided = ("whether every rank reached this line (all ranks' logs), or a stack capture "
                            "(engdiag snapshot) showing ranks in init_process_group / ncclCommInitRank")

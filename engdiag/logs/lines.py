@@ -69,7 +69,7 @@ _NCCL = re.compile(
     r"(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] (?:[\w/.-]+:\d+ )?NCCL (?P<lvl>[A-Z]+) "
 )
 _BAR = re.compile(
-    r"\s*(?P<bar>[A-Za-z][^:|\n]{0,120}):\s*(?P<pct>\d{1,3})%(?: Completed)?\s*\|"
+    r"\s*(?:\[\w+\]: )?(?P<bar>[A-Za-z](?:[^:|\n]|::){0,120}):\s*(?P<pct>\d{1,3})%(?: Completed)?\s*\|"
     r"(?:[^|]*\|)?\s*(?P<done>\d+)/(?P<total>\d+|\?)"
 )
 _RECORD_START = re.compile(

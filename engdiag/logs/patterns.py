@@ -430,6 +430,24 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         Signal.STARTUP_PHASE,
+        "Running FlashInfer autotune",
+        _c(r"Running FlashInfer autotune"),
+        _phase("kernel_autotune"),
+    ),
+    Rule(
+        Signal.STARTUP_PHASE,
+        "Autotuning process starts",
+        _c(r"\[Auto[Tt]uner\]: Autotuning process starts"),
+        _phase("kernel_autotune"),
+    ),
+    Rule(
+        Signal.STARTUP_PHASE,
+        "]: Loaded",
+        _c(r"\[Auto[Tt]uner\]: Loaded (?P<n>\d+) configs"),
+        lambda m, t: [Phase(f"autotune_cache_loaded {m['n']}")],
+    ),
+    Rule(
+        Signal.STARTUP_PHASE,
         "vLLM is using nccl==",
         _c(r"vLLM is using nccl==(?P<v>[\w.]+)"),
         lambda m, t: [Phase("nccl_communicator_ready")],
@@ -902,6 +920,7 @@ BAR_LITERALS = (
     "Adding requests",
     "Compiling FSM index",
     "DeepGemm(",
+    "[AutoTuner]: Tuning",
 )
 """tqdm bars worth following: offline progress, weight loading, CUDA-graph capture, and outlines'
 guided-decoding compile (``Compiling FSM index for all state transitions``), which runs inside a step."""
