@@ -71,7 +71,7 @@ RULES: tuple[Callable[[Facts], Verdict | None], ...] = (
     timeouts.external_guard,
     phases.slow_startup,
     crashes.other_fatal,
-    waits.stack_in_collective,
+    stalls.stack_in_collective,
     waits.core_waits,
     waits.api_waits,
     waits.handshake_wait,

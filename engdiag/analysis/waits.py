@@ -410,34 +410,3 @@ def handshake_wait(facts: Facts) -> Verdict | None:
                        "traceback means a crash, silence means stuck; or engdiag snapshot on the EngineCore pid")
     return draft.done()
 
-
-def stack_in_collective(facts: Facts) -> Verdict | None:
-    """A captured stack inside a collective, and no progress after it: the rank waits for peers that never come.
-
-    Logs carry stacks only when someone captured them during a hang (py-spy, faulthandler,
-    vLLM's call tracer), so a frame in ``all_reduce`` / ``_gather_ipc_meta`` with nothing
-    advancing afterwards is a rank blocked in a collective (``vllm-2731``-style hangs with
-    CUDA graphs and custom all-reduce).
-    """
-    stacks = facts.t.of(Signal.STACK_IN_COLLECTIVE)
-    if not stacks:
-        return None
-    first = stacks[0]
-    if any(is_progress(e) for e in facts.after(first)):
-        return None
-    where = first.data.detail if isinstance(first.data, Peer) else "a collective"
-    who = first.proc.label if first.proc is not None else "a process"
-    draft = Draft(facts, Kind.DEADLOCKED, 0.6,
-                  f"deadlocked: a captured stack shows {who} inside {where} — a collective that waits for every "
-                  "rank — and nothing progressed after it")
-    draft.cite(first, Role.ROOT_CAUSE, "blocked in a collective")
-    for event in stacks[1:3]:
-        draft.cite(event, Role.SUPPORTING)
-    stats = facts.stats
-    if stats and stats[-1][1].running > 0:
-        draft.cite(stats[-1][0], Role.CONTEXT, "requests were in flight")
-    draft.notes.append("a stack taken during a hang names where the rank waits; the rank missing from the "
-                       "collective is the one whose stack is elsewhere")
-    draft.undecided = "every rank's stack (engdiag snapshot on each worker): the one not in the collective is the culprit"
-    draft.step("rule out CUDA graphs and custom all-reduce around the collective", "--enforce-eager --disable-custom-all-reduce")
-    return draft.done()
