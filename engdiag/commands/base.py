@@ -8,6 +8,7 @@ with ``--debug``).
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from collections.abc import Iterator
@@ -17,7 +18,7 @@ from typing import NoReturn
 import typer
 from rich.console import Console
 
-from engdiag.errors import EngdiagError, ExitCode
+from engdiag.errors import EngdiagError, ExitCode, OutputError
 
 STATE = {"debug": False}
 """Global options (set by the CLI callback)."""
@@ -28,14 +29,46 @@ def _plain() -> bool:
     return bool(os.environ.get("NO_COLOR"))
 
 
+class InertConsole(Console):
+    """A Console that makes every text segment inert before it reaches the terminal.
+
+    Renderers already escape input text where they lay it out (``render.common.inert``); this is the
+    backstop for any that slip through: no ESC, OSC/DCS/APC, BEL or bidi override from an input can
+    reach the terminal, only rich's own styling (which is not part of a segment's text).
+    """
+
+    def _render_buffer(self, buffer):  # type: ignore[no-untyped-def]
+        from rich.segment import Segment
+
+        from engdiag.render.common import inert_keep_newlines
+
+        return super()._render_buffer(
+            seg if seg.control else Segment(inert_keep_newlines(seg.text), seg.style, seg.control) for seg in buffer
+        )
+
+
 def stderr_console() -> Console:
     """Console for messages and progress (stdout carries only results)."""
-    return Console(stderr=True, highlight=False, soft_wrap=True, color_system=None if _plain() else "auto")
+    return InertConsole(stderr=True, highlight=False, soft_wrap=True, color_system=None if _plain() else "auto")
 
 
 def stdout_console() -> Console:
     """Console for human results on stdout."""
-    return Console(highlight=False, color_system=None if _plain() else "auto")
+    if sys.stdout is None:
+        raise OutputError("stdout is closed: nothing can be written", hint=OUTPUT_HINT)
+    return InertConsole(highlight=False, color_system=None if _plain() else "auto")
+
+
+def echo(text: str) -> None:
+    """Plain text results on stdout (env lines, flags, YAML); the caller made them."""
+    if sys.stdout is None:
+        raise OutputError("stdout is closed: nothing can be written", hint=OUTPUT_HINT)
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
+OUTPUT_HINT = "give the command a writable stdout (a file with free space, a pipe, or the terminal)"
+_OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EBADF, errno.EIO, errno.EDQUOT, errno.EFBIG, errno.EROFS})
 
 
 def fail(error: EngdiagError) -> NoReturn:
@@ -60,17 +93,26 @@ def guard() -> Iterator[None]:
     except BrokenPipeError:
         _quiet_stdout()
         raise typer.Exit(int(ExitCode.OK)) from None
+    except OSError as error:
+        if error.errno not in _OUTPUT_ERRNOS:
+            _internal(error)
+        _quiet_stdout()
+        fail(OutputError(f"cannot write the output: {error.strerror or error}", hint=OUTPUT_HINT))
     except (typer.Exit, typer.Abort, SystemExit):
         raise
     except Exception as error:
-        if STATE["debug"]:
-            raise
-        stderr_console().print(
-            f"engdiag: internal error: {error.__class__.__name__}: {error}\n"
-            "  hint: this is a bug; re-run with --debug for the traceback and report it",
-            markup=False,
-        )
-        raise typer.Exit(int(ExitCode.INTERNAL)) from None
+        _internal(error)
+
+
+def _internal(error: Exception) -> NoReturn:
+    if STATE["debug"]:
+        raise error
+    stderr_console().print(
+        f"engdiag: internal error: {error.__class__.__name__}: {error}\n"
+        "  hint: this is a bug; re-run with --debug for the traceback and report it",
+        markup=False,
+    )
+    raise typer.Exit(int(ExitCode.INTERNAL)) from None
 
 
 def _quiet_stdout() -> None:
@@ -84,6 +126,8 @@ def _quiet_stdout() -> None:
 
 def write_json(data: bytes) -> None:
     """Write a JSON document to stdout as bytes."""
+    if sys.stdout is None:
+        raise OutputError("stdout is closed: nothing can be written", hint=OUTPUT_HINT)
     buffer = getattr(sys.stdout, "buffer", None)
     if buffer is not None:
         buffer.write(data)

@@ -7,8 +7,9 @@ from typing import Annotated
 
 import typer
 
-from engdiag.commands.base import guard, stdout_console, write_json
+from engdiag.commands.base import echo, guard, stderr_console, stdout_console, write_json
 from engdiag.errors import UsageError
+from engdiag.timeouts.knobs import Platform
 from engdiag.timeouts.model import (
     DEFAULT_BASE_S,
     DEFAULT_FACTOR,
@@ -53,7 +54,8 @@ def _gather(logs: list[str], metrics: str | None, prompt_lens: str | None, promp
     if metrics:
         parts.append(parse_metrics(fetch_metrics(metrics), metrics))
     if logs:
-        parts.append(from_timeline(analyze(logs).timeline))
+        analysis = analyze(logs)
+        parts.append(from_timeline(analysis.timeline, analysis.verdict.kind.value))
     return merge(*parts)
 
 
@@ -83,6 +85,15 @@ def command(
     output_tokens: Annotated[
         int, typer.Option("--output-tokens", help="Output tokens a request may generate (client timeout).")
     ] = DEFAULT_OUTPUT_TOKENS,
+    allow_lower: Annotated[
+        bool,
+        typer.Option("--allow-lower", help="Allow a step timeout below vLLM's default (a slow step is then killed sooner)."),
+    ] = False,
+    platform: Annotated[
+        list[Platform] | None,
+        typer.Option("--platform", help="Also size the guards of ray (compiled graphs, Serve health checks) or k8s "
+                     "(liveness probes); Ray is also recognised in the log."),
+    ] = None,
     format: Annotated[Format, typer.Option("--format", help="table, env, args, json or k8s.")] = Format.TABLE,
     json: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
 ) -> None:
@@ -90,7 +101,7 @@ def command(
     with guard():
         from engdiag.render.jsonout import dumps
         from engdiag.render.timeout_doc import timeout_doc
-        from engdiag.render.timeout_view import args_line, env_lines, k8s_env, timeout_view
+        from engdiag.render.timeout_view import args_line, env_lines, k8s_snippet, skipped, timeout_view
         from engdiag.timeouts.recommend import Options, recommend
 
         policy = Policy(base_s=base, factor=factor, hard_cap_s=hard_cap).validate()
@@ -101,17 +112,21 @@ def command(
             chunked_prefill=False if no_chunked_prefill else None,
             vllm_version=vllm_version,
             output_tokens=output_tokens,
+            allow_lower=allow_lower,
+            platforms=frozenset(platform or ()),
         ).validate()
         observations = _gather(log or [], metrics, prompt_lens, prompt_len or [])
         result = recommend(observations, policy, options)
         chosen = Format.JSON if json else format
+        for reason in skipped(result, chosen.value):
+            stderr_console().print(f"engdiag: {reason}", markup=False)
         if chosen is Format.JSON:
             write_json(dumps(timeout_doc(result)))
         elif chosen is Format.ENV:
-            typer.echo(env_lines(result), nl=False)
+            echo(env_lines(result))
         elif chosen is Format.ARGS:
-            typer.echo(args_line(result), nl=False)
+            echo(args_line(result))
         elif chosen is Format.K8S:
-            typer.echo(k8s_env(result), nl=False)
+            echo(k8s_snippet(result))
         else:
             stdout_console().print(timeout_view(result))

@@ -1,0 +1,67 @@
+"""The timeout advice ``analyze`` prints, taken from the one recommender (``recommend-timeout``).
+
+``analyze`` names the knob whose limit fired and the value ``recommend-timeout``
+prints for the same log, with the command that prints it; so the two always
+agree, and the printed command runs as printed.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+
+from engdiag.analysis.timeline import Timeline
+from engdiag.errors import EngdiagError
+from engdiag.timeouts import knobs as k
+from engdiag.timeouts.observe import from_timeline
+from engdiag.timeouts.recommend import Recommendation, recommend
+
+
+@dataclass(frozen=True)
+class TimeoutAdvice:
+    """One next step: what to set, and the command that prints the same value with its reasons."""
+
+    text: str
+    command: str
+
+
+def recommend_command(names: list[str]) -> str:
+    """``engdiag recommend-timeout --log A --log B --format env`` for exactly these inputs."""
+    logs = " ".join(f"--log {shlex.quote(name)}" for name in names) or "--log -"
+    return f"engdiag recommend-timeout {logs} --format env"
+
+
+def recommendation(timeline: Timeline, verdict: str) -> Recommendation | None:
+    """What ``recommend-timeout --log`` says about this log (None when it has nothing to go on)."""
+    try:
+        return recommend(from_timeline(timeline, verdict))
+    except EngdiagError:
+        return None
+
+
+def timeout_advice(timeline: Timeline, verdict: str, names: list[str], prefer: k.Knob | None = None) -> TimeoutAdvice | None:
+    """Raise the knob that fired (or ``prefer``, or the step timeout) to the recommender's value."""
+    rec = recommendation(timeline, verdict)
+    if rec is None:
+        return None
+    killed = rec.observations.killed
+    order = [killed.knob] if killed is not None else []
+    order += ([prefer] if prefer is not None else []) + [k.EXECUTE_MODEL, k.ITERATION, k.RPC]
+    for knob in order:
+        setting = rec.setting(knob)
+        if setting is None or setting.value is None or setting.applies is False:
+            continue
+        unit = f" {knob.unit}" if knob.unit in ("s", "ms") else ""
+        fired = f" (the {killed.limit_s:g} s limit fired at {killed.where})" if killed is not None and killed.knob is knob else ""
+        return TimeoutAdvice(f"set {knob.name} to {setting.value}{unit}{fired}; {setting.why}",
+                             recommend_command(names))
+    return None
+
+
+def capture_advice(timeline: Timeline, verdict: str) -> TimeoutAdvice:
+    """Keep a hang alive long enough to snapshot it: the recommender's capture value, temporarily."""
+    rec = recommendation(timeline, verdict)
+    seconds = int(rec.capture_s) if rec is not None else 1800
+    return TimeoutAdvice("keep the hang alive long enough to capture it (temporarily; engdiag's hard cap, the "
+                         "same value recommend-timeout gives for a capture)",
+                         f"export {k.EXECUTE_MODEL.name}={seconds}")
