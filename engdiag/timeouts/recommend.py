@@ -52,7 +52,7 @@ class Options:
         if not 0 < self.percentile <= 100:
             raise UsageError(f"--percentile must be in (0, 100], got {self.percentile:g}")
         if self.tokens_per_sec is not None and not (self.tokens_per_sec > 0 and math.isfinite(self.tokens_per_sec)):
-            raise UsageError(f"--tokens-per-sec must be a positive number, got {self.tokens_per_sec:g}")
+            raise UsageError(f"--tokens-per-sec must be positive, got {self.tokens_per_sec:g}")
         if self.max_num_batched_tokens is not None and self.max_num_batched_tokens <= 0:
             raise UsageError(f"--max-num-batched-tokens must be positive, got {self.max_num_batched_tokens}")
         if self.output_tokens <= 0:
@@ -175,8 +175,9 @@ def _setup(obs: Observations, options: Options) -> Setup:
                  obs.platforms | options.platforms)
 
 
-def _has_anything(obs: Observations, tps: Figure | None) -> bool:
-    return bool(tps or obs.prompt_lengths or obs.killed or obs.startup_s or obs.longest_gap or obs.version)
+def _proves_something(obs: Observations) -> bool:
+    """Without a throughput, only these size a timeout (prompt lengths alone cannot)."""
+    return bool(obs.killed or obs.startup_s or obs.longest_gap or obs.version)
 
 
 def step_bounds(obs: Observations, policy: Policy, options: Options, setup: Setup,
@@ -214,7 +215,12 @@ def recommend(obs: Observations, policy: Policy = Policy(), options: Options = O
     tps = Figure(options.tokens_per_sec, "--tokens-per-sec") if options.tokens_per_sec else obs.prefill_tps
     quantile = obs.prompt_quantile(options.percentile)
     setup = _setup(obs, options)
-    if not _has_anything(obs, tps):
+    if tps is None and not _proves_something(obs):
+        if obs.prompt_lengths:
+            raise NothingToRecommend(
+                "no throughput: the inputs show prompt lengths but no prefill rate, timeout, stall or start-up",
+                hint="pass --tokens-per-sec N (prefill tokens/s of one GPU group), or a log with stats lines, or --metrics",
+            )
         raise NothingToRecommend("nothing to go on: no prompt lengths, throughput, timeout, stall or start-up in the inputs")
     notes: list[str] = []
     if tps is None:
