@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-
 from engdiag import synth
 from engdiag.commands.watch import _snapshotter
 from engdiag.errors import ExitCode

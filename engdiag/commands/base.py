@@ -37,6 +37,10 @@ class InertConsole(Console):
     reach the terminal, only rich's own styling (which is not part of a segment's text).
     """
 
+    def print(self, *objects, crop: bool = False, **kwargs) -> None:  # type: ignore[no-untyped-def,override]
+        """Never crop: a command or path longer than the terminal is printed whole (the terminal wraps it)."""
+        super().print(*objects, crop=crop, **kwargs)
+
     def _render_buffer(self, buffer):  # type: ignore[no-untyped-def]
         from rich.segment import Segment
 

@@ -175,9 +175,11 @@ def _setup(obs: Observations, options: Options) -> Setup:
                  obs.platforms | options.platforms)
 
 
-def _proves_something(obs: Observations) -> bool:
-    """Without a throughput, only these size a timeout (prompt lengths alone cannot)."""
-    return bool(obs.killed or obs.startup_s or obs.longest_gap or obs.version)
+def _proves_something(obs: Observations, options: Options) -> bool:
+    """Without a throughput, only these size a timeout (prompt lengths alone cannot); a version or a
+    platform at least says which knobs exist, each at its floor."""
+    return bool(obs.killed or obs.startup_s or obs.longest_gap or obs.version or obs.platforms
+                or options.vllm_version or options.platforms)
 
 
 def step_bounds(obs: Observations, policy: Policy, options: Options, setup: Setup,
@@ -215,7 +217,7 @@ def recommend(obs: Observations, policy: Policy = Policy(), options: Options = O
     tps = Figure(options.tokens_per_sec, "--tokens-per-sec") if options.tokens_per_sec else obs.prefill_tps
     quantile = obs.prompt_quantile(options.percentile)
     setup = _setup(obs, options)
-    if tps is None and not _proves_something(obs):
+    if tps is None and not _proves_something(obs, options):
         if obs.prompt_lengths:
             raise NothingToRecommend(
                 "no throughput: the inputs show prompt lengths but no prefill rate, timeout, stall or start-up",
