@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -128,10 +129,24 @@ def _quiet_stdout() -> None:
         pass
 
 
+_JSON_INVISIBLE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def json_inert(data: bytes) -> bytes:
+    """JSON keeps input text whole but escaped: C1 controls and bidi overrides (legal raw in JSON strings,
+    where alone they can occur) become ``\\u`` escapes, so ``cat``-ing a document cannot reorder or hijack
+    the terminal.  orjson already escapes C0 controls."""
+    text = data.decode("utf-8")
+    if not _JSON_INVISIBLE.search(text):
+        return data
+    return _JSON_INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode("utf-8")
+
+
 def write_json(data: bytes) -> None:
-    """Write a JSON document to stdout as bytes."""
+    """Write a JSON document to stdout as bytes (made inert by ``json_inert``)."""
     if sys.stdout is None:
         raise OutputError("stdout is closed: nothing can be written", hint=OUTPUT_HINT)
+    data = json_inert(data)
     buffer = getattr(sys.stdout, "buffer", None)
     if buffer is not None:
         buffer.write(data)
