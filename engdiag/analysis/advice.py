@@ -25,7 +25,7 @@ def _files(facts: Facts) -> str:
 
 def _snapshot_step(facts: Facts, when: str) -> Step:
     pids = facts.engine_pids()
-    target = pids[0] if pids else "PID"
+    target = pids[0] if pids else "$(pgrep -f 'vllm serve' | head -1)"  # runnable as printed
     return Step(
         f"capture live stacks {when} (EngineCore or API-server pid; the pid in the log if it still runs)",
         f"engdiag snapshot {target}",
@@ -92,7 +92,8 @@ def next_steps(facts: Facts, kind: Kind, sub_kind: MemoryKind | None, root: Even
             steps.append(Step("rule out vLLM's custom all-reduce kernel", "--disable-custom-all-reduce"))
     elif kind is Kind.UNKNOWN:
         steps.append(_snapshot_step(facts, "if the server is still up"))
-        steps.append(Step("analyse the full log from launch, every process and rank", f"engdiag analyze {files} OTHER_RANK_LOGS"))
+        steps.append(Step("analyse the full log from launch, every process and rank: add the other ranks' logs to this",
+                          f"engdiag analyze {files}"))
     if kind in (Kind.SLOW, Kind.HEALTHY) and facts.t.prompt_lengths.count:
         steps.append(Step("size every timeout from this traffic", recommend_command(_names(facts))))
     return steps

@@ -11,7 +11,6 @@ import re
 from collections.abc import Iterator
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
-from rich.table import Table
 from rich.text import Text
 
 from engdiag.analysis.verdict import Kind, Role, Verdict
@@ -39,14 +38,46 @@ def clip(text: str, limit: int = 240) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def hanging(marker: str, text: str | Text, style: str = "", indent: int = 0) -> RenderableType:
+class Hanging:
     """Prose after a marker (``1.``, ``•``): wrapped lines line up under the text, not under the marker."""
-    grid = Table.grid(padding=0)
-    grid.add_column(no_wrap=True, width=indent + len(marker) + 1)
-    grid.add_column(ratio=1)
-    body = text if isinstance(text, Text) else Text(text, style=style)
-    grid.add_row(Text(" " * indent + marker, style=style), body)
-    return grid
+
+    def __init__(self, marker: str, text: str | Text, style: str = "", indent: int = 0) -> None:
+        self.lead = " " * indent + marker + (" " if marker else "")
+        self.body = text if isinstance(text, Text) else Text(text, style=style)
+        self.style = style
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        width = max(20, options.max_width - len(self.lead))
+        for number, line in enumerate(self.body.wrap(console, width)):
+            out = Text(self.lead if number == 0 else " " * len(self.lead), style=self.style)
+            out.append_text(line.rstrip() or line)
+            yield out
+
+
+def hanging(marker: str, text: str | Text, style: str = "", indent: int = 0) -> RenderableType:
+    """A ``Hanging`` paragraph."""
+    return Hanging(marker, text, style, indent)
+
+
+class _Head:
+    """An evidence head: role, ``path:line`` never broken, time; parts move to the next line when they do not fit."""
+
+    def __init__(self, role: Text, where: str, time: str) -> None:
+        self.role = role
+        self.where = where
+        self.time = time
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        line = self.role.copy()
+        parts = [(f" {self.where}", "blue")] + ([(f"  {self.time}", "")] if self.time else [])
+        for text, style in parts:
+            if line.cell_len + len(text) > options.max_width and line.cell_len > 2:
+                yield line
+                line = Text("  ")
+                text = text.lstrip()
+            line.append(text, style=style)
+        line.no_wrap, line.overflow = True, "ignore"
+        yield line
 
 
 _TOKEN = re.compile(r"""(?:[^\s'"]+|'[^']*'|"(?:\\.|[^"\\])*")+""")
@@ -99,12 +130,8 @@ def evidence_table(verdict: Verdict, limit: int = 12) -> RenderableType:
     """Evidence, one block each: role, file:line and time, then the line itself and why it matters."""
     lines: list[RenderableType] = []
     for item in verdict.evidence[:limit]:
-        head = Text(no_wrap=True, overflow="ignore")
-        head.append(f"● {item.role.value:<11}", style=ROLE_STYLE[item.role])
-        head.append(f" {inert(item.source)}" + (f":{item.line}" if item.line is not None else ""), style="blue")
-        if item.time:
-            head.append(f"  {item.time}")
-        lines.append(head)
+        where = inert(item.source) + (f":{item.line}" if item.line is not None else "")
+        lines.append(_Head(Text(f"● {item.role.value:<11}", style=ROLE_STYLE[item.role]), where, inert(item.time or "")))
         lines.append(Text(f"  {clip(item.text)}", overflow="fold"))
         if item.note:
             lines.append(hanging("↳", inert(item.note), "italic dim", indent=2))

@@ -52,9 +52,8 @@ def timeout_advice(timeline: Timeline, verdict: str, names: list[str], prefer: k
         if setting is None or setting.value is None or setting.applies is False:
             continue
         unit = f" {knob.unit}" if knob.unit in ("s", "ms") else ""
-        fired = f" (the {killed.limit_s:g} s limit fired at {killed.where})" if killed is not None and killed.knob is knob else ""
-        return TimeoutAdvice(f"set {knob.name} to {setting.value}{unit}{fired}; {setting.why}",
-                             recommend_command(names))
+        return TimeoutAdvice(f"set {knob.name} to {setting.value}{unit}; {setting.why}",
+                             f"{recommend_command(names)}   # prints {knob.name}={setting.value}")
     return None
 
 
