@@ -15,6 +15,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from engdiag.render.common import plural
 from engdiag.render.human import Command, hanging, heading
 from engdiag.timeouts import knobs as k
 from engdiag.timeouts.recommend import Recommendation, Setting
@@ -100,8 +101,8 @@ def _model(rec: Recommendation) -> list[RenderableType]:
     tps = rec.tokens_per_sec
     if tps is None or rec.timeout_s is None:
         return []
-    subject = (f"p{rec.percentile:g} prompt = {rec.prompt_len:,} tokens" if rec.prompt_len is not None
-               else f"one step of {rec.step_tokens:,} tokens")
+    subject = (f"p{rec.percentile:g} prompt = {plural(rec.prompt_len, 'token')}" if rec.prompt_len is not None
+               else f"one step of {plural(rec.step_tokens, 'token')}")
     parts: list[RenderableType] = [
         hanging("model:", f"{subject} at {tps.value:,.0f} tokens/s ({tps.source}) → {rec.timeout_s:.0f} s; "
                 f"min(hard cap {p.hard_cap_s:g}, max(base {p.base_s:g}, max(10, tokens ÷ tokens/s) × {p.factor:g}))",

@@ -8,7 +8,7 @@ from rich.console import Group, RenderableType
 from rich.panel import Panel
 from rich.text import Text
 
-from engdiag.render.common import envelope, inert
+from engdiag.render.common import envelope, inert, plural
 from engdiag.render.spark import sparkline
 from engdiag.units import format_duration
 from engdiag.watch.judge import State, Verdict
@@ -60,7 +60,7 @@ def live_view(watcher: Watcher, verdict: Verdict, history: list[str]) -> Rendera
     quiet = "never" if verdict.since_progress_s is None else format_duration(verdict.since_progress_s)
     numbers = Text(
         f"no progress for {quiet}   adaptive timeout {format_duration(verdict.timeout_s)} "
-        f"(prompt {verdict.prompt_len:,} tokens at {verdict.tokens_per_sec:,.0f} tokens/s)   "
+        f"(prompt {plural(verdict.prompt_len, 'token')} at {verdict.tokens_per_sec:,.0f} tokens/s)   "
         f"heartbeat {verdict.heartbeat_s:.0f} s   in flight {_count(verdict.in_flight) if verdict.in_flight is not None else '?'}"
     )
     rows: list[RenderableType] = [line, numbers]

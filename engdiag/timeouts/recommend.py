@@ -189,7 +189,7 @@ def step_bounds(obs: Observations, policy: Policy, options: Options, setup: Setu
     if tps is not None:
         estimate = estimate_prefill_seconds(step_tokens, tps.value)
         bounds.append(Bound(adaptive_timeout(step_tokens, tps.value, policy),
-                            f"the model: one step of {step_tokens:,} tokens ≈ {estimate:.0f} s at "
+                            f"the model: one step of {step_tokens:,} token{'' if step_tokens == 1 else 's'} ≈ {estimate:.0f} s at "
                             f"{tps.value:,.0f} tokens/s × {policy.factor:g} (at least the base {policy.base_s:g} s)"))
     killed = obs.killed
     if killed is not None and killed.knob in (k.EXECUTE_MODEL, k.ITERATION) and killed.progressing:

@@ -161,7 +161,7 @@ def _client(obs: Observations, policy: Policy, options: Options, prompt: int, tp
     value = str(ceil_to(max(policy.base_s, (prefill_s + decode_s) * policy.factor)))
     source = obs.decode_tps.source if obs.decode_tps else f"an assumed {ASSUMED_DECODE_TPS:g} tokens/s"
     return Setting(k.CLIENT, value, True,
-                   f"a whole request: prefill of {prompt} tokens ≈ {prefill_s:.0f} s + {options.output_tokens} output "
+                   f"a whole request: prefill of {prompt:,} token{'' if prompt == 1 else 's'} ≈ {prefill_s:.0f} s + {options.output_tokens} output "
                    f"tokens at {decode:.1f} tokens/s ({source}) ≈ {decode_s:.0f} s, × {policy.factor:g}")
 
 
