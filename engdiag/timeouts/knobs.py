@@ -135,7 +135,7 @@ DISTRIBUTED = Knob(
 CPU_DISTRIBUTED = Knob(
     "--cpu-distributed-timeout-seconds", Kind.FLAG, "s", "PyTorch's (1800 for gloo)",
     "vLLM's CPU (gloo) process groups: barriers, the DP all-reduce, object broadcasts; must outlast the step timeout",
-    None, (0, 30, 0), None,
+    None, (0, 22, 0), None,
 )
 RINGBUFFER = Knob(
     "VLLM_RINGBUFFER_WARNING_INTERVAL", Kind.ENV, "s", "60",
@@ -157,13 +157,14 @@ CLIENT = Knob(
 RAY_CGRAPH_GET = Knob(
     "RAY_CGRAPH_get_timeout", Kind.ENV, "s", "300 (vLLM's setdefault; Ray's own is 10)",
     "the Ray executor's compiled graph: waiting for one step's result from the workers (it kills a slow step "
-    "like the step timeout does); set it in the environment of the process that starts vLLM",
-    None, None, (0, 34, 0), platform=Platform.RAY,
+    "like the step timeout does); set it in the environment of the process that starts vLLM.  Gone in 0.33 with "
+    "the compiled-graph executor: RayExecutorV2 is bounded by VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS",
+    None, None, (0, 33, 0), platform=Platform.RAY,
 )
 RAY_CGRAPH_SUBMIT = Knob(
     "RAY_CGRAPH_submit_timeout", Kind.ENV, "s", "10 (Ray's)",
     "the Ray executor's compiled graph: handing the next step to the workers while the previous one still runs",
-    None, None, (0, 34, 0), platform=Platform.RAY,
+    None, None, (0, 33, 0), platform=Platform.RAY,
 )
 RAY_SERVE_HEALTH = Knob(
     "health_check_timeout_s", Kind.OUTSIDE, "s", "30 (Ray Serve's; period 10 s)",
