@@ -62,3 +62,9 @@ def test_since_after_until_is_a_usage_error_not_an_empty_result():
     result = run_engdiag("analyze", EXAMPLE, "--since", "10-22 09:50", "--until", "10-22 09:40")
     err = result.stderr.decode()
     assert result.returncode == ExitCode.USAGE and "is after --until" in err and "no vLLM lines" not in err
+
+
+def test_per_rank_startup_phases_carry_their_process():
+    phases = json.loads(run_engdiag("analyze", EXAMPLE, "--json").stdout)["startup_phases"]
+    loaded = [p for p in phases if p["name"] == "weights_loaded"]
+    assert {p["process"]["name"] for p in loaded} == {"Worker_TP0", "Worker_TP1"}
