@@ -173,7 +173,7 @@ RAY_SERVE_HEALTH = Knob(
     None, None, None, platform=Platform.RAY,
 )
 K8S_PROBE = Knob(
-    "livenessProbe", Kind.OUTSIDE, "s", "timeoutSeconds 1, periodSeconds 10, failureThreshold 3",
+    "livenessProbe", Kind.OUTSIDE, "fields", "timeoutSeconds 1, periodSeconds 10, failureThreshold 3",
     "Kubernetes restarts the container after failureThreshold × periodSeconds of failed probes; a probe on "
     "/health during a long step or start-up kills a slow engine",
     None, None, None, platform=Platform.K8S,
