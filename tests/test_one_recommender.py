@@ -188,3 +188,14 @@ def test_a_full_or_closed_stdout_is_the_documented_output_error():
     closed = subprocess.run(f'"{sys.executable}" -m engdiag analyze {EXAMPLE} >&-', shell=True, cwd=ROOT,
                             stderr=subprocess.PIPE, timeout=60)
     assert closed.returncode == ExitCode.OUTPUT and b"stdout is closed" in closed.stderr
+
+
+def test_from_stdin_the_printed_step_reads_the_same_log_from_stdin(shell_env):
+    data = (ROOT / CUTEDSL).read_bytes()
+    doc = json.loads(run_engdiag("analyze", "-", "--json", input=data).stdout)
+    step = doc["verdict"]["next_steps"][0]
+    assert "--log -" in step["command"] and "pipe the same log in" in step["command"]
+    result = subprocess.run(["bash", "-c", step["command"]], input=data, capture_output=True, cwd=ROOT, env=shell_env,
+                            timeout=120)
+    name, value = SET.match(step["text"]).groups()
+    assert result.returncode == 0 and f"export {name}={value}".encode() in result.stdout

@@ -53,7 +53,8 @@ def timeout_advice(timeline: Timeline, verdict: str, names: list[str], prefer: k
             continue
         unit = f" {knob.unit}" if knob.unit in ("s", "ms") else ""
         return TimeoutAdvice(f"set {knob.name} to {setting.value}{unit}; {setting.why}",
-                             f"{recommend_command(names)}   # prints {knob.name}={setting.value}")
+                             f"{recommend_command(names)}   # prints {knob.name}={setting.value}"
+                             + ("; pipe the same log in" if "-" in names or not names else ""))
     return None
 
 
