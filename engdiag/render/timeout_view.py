@@ -121,10 +121,10 @@ def _model(rec: Recommendation) -> list[RenderableType]:
 
 def timeout_view(rec: Recommendation) -> RenderableType:
     """The human view with the reasoning behind every number."""
-    head = Text()
-    head.append(f" STEP TIMEOUT {rec.step_timeout_s:.0f} s ", style="bold black on cyan")
-    head.append(f"  {rec.step_bounds[0].why}" if rec.step_bounds else "")
+    head = Text(f" STEP TIMEOUT {rec.step_timeout_s:.0f} s ", style="bold black on cyan")
     parts: list[RenderableType] = [head]
+    if rec.step_bounds:
+        parts.append(hanging("", rec.step_bounds[0].why, indent=2))
     if len(rec.step_bounds) > 1:
         parts.append(heading("Sized from (the largest wins)"))
         for number, bound in enumerate(rec.step_bounds):

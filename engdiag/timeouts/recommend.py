@@ -235,6 +235,12 @@ def recommend(obs: Observations, policy: Policy = Policy(), options: Options = O
             "no prompt lengths in the inputs (vLLM ≥ 0.12 logs none at INFO): sized from one engine step; "
             "pass --metrics http://HOST:8000/metrics or --prompt-lens for the client timeout"
         )
+    killed = obs.killed
+    if killed is not None and killed.progressing is False:
+        notes.append(
+            f"the {killed.limit_s:g} s limit that fired ({killed.where}) ended work that was not progressing "
+            f"(analyze: {obs.verdict}): raising it only delays the same failure — capture the hang instead"
+        )
     if obs.lower_bound:
         notes.append("some prompt lengths are lower bounds (truncated in the log, or past the last histogram bucket)")
     prompt = quantile if quantile is not None else max(setup.batched, obs.step_tokens_seen or 0)
