@@ -199,3 +199,12 @@ def test_from_stdin_the_printed_step_reads_the_same_log_from_stdin(shell_env):
                             timeout=120)
     name, value = SET.match(step["text"]).groups()
     assert result.returncode == 0 and f"export {name}={value}".encode() in result.stdout
+
+
+def test_a_windowed_analysis_prints_steps_that_read_the_same_window(shell_env):
+    doc = json.loads(run_engdiag("analyze", CUTEDSL, "--tail", "100", "--json").stdout)
+    step = doc["verdict"]["next_steps"][0]
+    assert "--tail 100" in step["command"]
+    result = _bash(step["command"], shell_env)
+    name, value = SET.match(step["text"]).groups()
+    assert result.returncode == 0 and f"export {name}={value}" in result.stdout

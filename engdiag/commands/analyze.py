@@ -99,6 +99,9 @@ def command(
         if jobs is not None and jobs < 1:
             raise UsageError("--jobs must be at least 1")
         result = _run(paths, show_prompts, jobs, window)
+        from engdiag.timeouts.advice import window_flags, windowed
+
+        result = windowed(result, window_flags(tail, since, until))  # printed steps read the same part
         from engdiag.render.analysis_doc import analysis_doc
         from engdiag.render.analysis_view import analysis_view
         from engdiag.render.jsonout import dumps

@@ -39,7 +39,20 @@ class Format(str, Enum):
     K8S = "k8s"
 
 
-def _gather(logs: list[str], metrics: str | None, prompt_lens: str | None, prompt_len: list[int]):  # -> Observations
+def _window(tail: str | None, since: str | None, until: str | None):  # -> Window
+    from engdiag.logs.window import Window, parse_tail, parse_time
+
+    tail_lines, tail_bytes = parse_tail(tail) if tail else (None, None)
+    window = Window(tail_lines=tail_lines, tail_bytes=tail_bytes,
+                    since=parse_time(since, "--since") if since else None,
+                    until=parse_time(until, "--until") if until else None)
+    if window.since is not None and window.until is not None and window.since.key > window.until.key:
+        raise UsageError(f"--since {since!r} is after --until {until!r}: no line can be in between")
+    return window
+
+
+def _gather(logs: list[str], metrics: str | None, prompt_lens: str | None, prompt_len: list[int],
+            window=None):  # -> Observations
     from engdiag.analysis.analyze import analyze
     from engdiag.timeouts.observe import from_lengths, from_timeline, merge
     from engdiag.timeouts.sources import fetch_metrics, parse_metrics, read_prompt_lengths
@@ -54,7 +67,7 @@ def _gather(logs: list[str], metrics: str | None, prompt_lens: str | None, promp
     if metrics:
         parts.append(parse_metrics(fetch_metrics(metrics), metrics))
     if logs:
-        analysis = analyze(logs)
+        analysis = analyze(logs, window=window) if window is not None else analyze(logs)
         parts.append(from_timeline(analysis.timeline, analysis.verdict.kind.value))
     return merge(*parts)
 
@@ -94,6 +107,9 @@ def command(
         typer.Option("--platform", help="Also size the guards of ray (compiled graphs, Serve health checks) or k8s "
                      "(liveness probes); Ray is also recognised in the log."),
     ] = None,
+    tail: Annotated[str | None, typer.Option("--tail", help="Only the last N lines or bytes of each log (as analyze).")] = None,
+    since: Annotated[str | None, typer.Option("--since", help="Skip log lines before this time (as analyze).")] = None,
+    until: Annotated[str | None, typer.Option("--until", help="Stop reading logs after this time (as analyze).")] = None,
     format: Annotated[Format, typer.Option("--format", help="table, env, args, json or k8s.")] = Format.TABLE,
     json: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
 ) -> None:
@@ -115,7 +131,8 @@ def command(
             allow_lower=allow_lower,
             platforms=frozenset(platform or ()),
         ).validate()
-        observations = _gather(log or [], metrics, prompt_lens, prompt_len or [])
+        window = _window(tail, since, until) if (tail or since or until) else None
+        observations = _gather(log or [], metrics, prompt_lens, prompt_len or [], window)
         result = recommend(observations, policy, options)
         chosen = Format.JSON if json else format
         for reason in skipped(result, chosen.value):

@@ -8,10 +8,14 @@ agree, and the printed command runs as printed.
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
+from dataclasses import dataclass, replace
 
 from engdiag.analysis.timeline import Timeline
 from engdiag.errors import EngdiagError
+
+if TYPE_CHECKING:
+    from engdiag.analysis.analyze import Analysis
 from engdiag.timeouts import knobs as k
 from engdiag.timeouts.observe import from_timeline
 from engdiag.timeouts.recommend import Recommendation, recommend
@@ -65,3 +69,23 @@ def capture_advice(timeline: Timeline, verdict: str) -> TimeoutAdvice:
     return TimeoutAdvice("keep the hang alive long enough to capture it (temporarily; engdiag's hard cap, the "
                          "same value recommend-timeout gives for a capture)",
                          f"export {k.EXECUTE_MODEL.name}={seconds}")
+
+
+def window_flags(tail: str | None, since: str | None, until: str | None) -> str:
+    """analyze's ``--tail/--since/--until`` as flags to repeat on the commands it prints."""
+    pairs = (("--tail", tail), ("--since", since), ("--until", until))
+    return " ".join(f"{flag} {shlex.quote(value)}" for flag, value in pairs if value)
+
+
+def windowed(analysis: Analysis, flags: str) -> Analysis:
+    """The same analysis with its engdiag commands reading the same part of the logs (same numbers)."""
+    if not flags:
+        return analysis
+    steps = []
+    for step in analysis.verdict.next_steps:
+        command = step.command or ""
+        if command.startswith(("engdiag recommend-timeout ", "engdiag analyze ")):
+            body, sep, comment = command.partition("   # ")
+            step = replace(step, command=f"{body} {flags}{sep}{comment}")
+        steps.append(step)
+    return replace(analysis, verdict=replace(analysis.verdict, next_steps=tuple(steps)))
