@@ -18,6 +18,7 @@ from rich.text import Text
 from engdiag.render.common import plural
 from engdiag.render.human import Command, hanging, heading
 from engdiag.timeouts import knobs as k
+from engdiag.timeouts.advice import capture_command
 from engdiag.timeouts.recommend import Recommendation, Setting
 from engdiag.timeouts.settings import PROBE_PERIOD_S, probe_failures
 
@@ -160,7 +161,7 @@ def timeout_view(rec: Recommendation) -> RenderableType:
         parts.append(hanging("✓", rec.clears, "green"))
     if rec.observations.verdict == "deadlocked":
         parts.append(heading("To capture the hang (temporarily)"))
-        parts.append(Command("$ ", f"export {k.EXECUTE_MODEL.name}={rec.capture_s:.0f}"))
+        parts.append(Command("$ ", capture_command(rec)))
     if rec.notes:
         parts.append(heading("Notes"))
         parts += [hanging("•", note) for note in rec.notes]

@@ -62,13 +62,24 @@ def timeout_advice(timeline: Timeline, verdict: str, names: list[str], prefer: k
     return None
 
 
+def capture_command(rec: Recommendation) -> str:
+    """``export KNOB=N``: the step limit this version really has, at the capture value (engdiag's hard cap)."""
+    killed = rec.observations.killed
+    order = ([killed.knob] if killed is not None else []) + [k.EXECUTE_MODEL, k.ITERATION, k.RPC]
+    for knob in order:
+        setting = rec.setting(knob)
+        if knob.kind is k.Kind.ENV and setting is not None and setting.applies is not False:
+            value = int(rec.capture_s * (1000 if knob.unit == "ms" else 1))
+            return f"export {knob.name}={value}"
+    return f"export {k.EXECUTE_MODEL.name}={int(rec.capture_s)}"
+
+
 def capture_advice(timeline: Timeline, verdict: str) -> TimeoutAdvice:
     """Keep a hang alive long enough to snapshot it: the recommender's capture value, temporarily."""
     rec = recommendation(timeline, verdict)
-    seconds = int(rec.capture_s) if rec is not None else 1800
+    command = capture_command(rec) if rec is not None else f"export {k.EXECUTE_MODEL.name}=1800"
     return TimeoutAdvice("keep the hang alive long enough to capture it (temporarily; engdiag's hard cap, the "
-                         "same value recommend-timeout gives for a capture)",
-                         f"export {k.EXECUTE_MODEL.name}={seconds}")
+                         "same value recommend-timeout gives for a capture)", command)
 
 
 def window_flags(tail: str | None, since: str | None, until: str | None) -> str:

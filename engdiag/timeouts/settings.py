@@ -65,7 +65,7 @@ def all_settings(
         _step(setup, step_value, step_why),
         _ready(obs, policy, setup),
         _iteration(setup, step_value, step_why),
-        _rpc(setup, step_timeout),
+        _rpc(obs, policy, setup, step_timeout),
         _collectives(k.DISTRIBUTED, setup, step_timeout, 600, "NCCL watchdog"),
         _collectives(k.CPU_DISTRIBUTED, setup, step_timeout, GLOO_DEFAULT_S, "gloo (CPU) group timeout"),
         Setting(
@@ -126,7 +126,7 @@ def _iteration(setup: Setup, step_value: str, step_why: str) -> Setting:
                    f"V0's per-step limit (a step holds whole prompts without chunked prefill); sized from {step_why}")
 
 
-def _rpc(setup: Setup, step_timeout: float) -> Setting:
+def _rpc(obs: Observations, policy: Policy, setup: Setup, step_timeout: float) -> Setting:
     knob = k.RPC
     inert = _inert(knob, setup)
     if inert is not None:
@@ -134,6 +134,11 @@ def _rpc(setup: Setup, step_timeout: float) -> Setting:
     present = exists(knob, setup)
     if present is False:
         return missing(knob, setup)
+    killed = obs.killed
+    if killed is not None and killed.knob is knob and killed.progressing and obs.killed.limit_s < 30:
+        value = str(max(10000, ceil_to(killed.limit_s * policy.factor * 1000, 1000)))
+        return Setting(knob, value, present, f"a V0 frontend RPC timed out after {killed.limit_s:g} s ({killed.where}) "
+                       f"while the engine was working; {killed.limit_s:g} s × {policy.factor:g} (milliseconds)")
     if setup.version is not None and (0, 6, 2) <= setup.version < (0, 6, 4):
         value = str(max(10000, ceil_to(step_timeout / 3, 1) * 1000))
         return Setting(knob, value, present, "0.6.2–0.6.3 declare the engine dead when one step exceeds 3× this (milliseconds)")
