@@ -208,3 +208,18 @@ def test_a_windowed_analysis_prints_steps_that_read_the_same_window(shell_env):
     result = _bash(step["command"], shell_env)
     name, value = SET.match(step["text"]).groups()
     assert result.returncode == 0 and f"export {name}={value}" in result.stdout
+
+
+def test_a_v0_incident_gets_the_knobs_v0_has(tmp_path):
+    log = tmp_path / "v0.log"
+    log.write_text(
+        "INFO 11-27 11:50:00 [api_server.py:1] vLLM API server version 0.6.4\n"
+        "INFO 11-27 11:50:00 [metrics.py:345] Avg prompt throughput: 1000.0 tokens/s, Avg generation throughput: "
+        "50.0 tokens/s, Running: 3 reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: 10.0%, "
+        "CPU KV cache usage: 0.0%.\n"
+        "ERROR 11-27 11:50:30 [client.py:1] TimeoutError: RPCServer didn't reply within 10000 ms\n"
+    )
+    commands = [s["command"] or "" for s in _analyze(str(log))["verdict"]["next_steps"]]
+    assert not any("VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS" in c for c in commands)  # a V1 knob: not in 0.6.4 V0
+    capture = next(c for c in commands if c.startswith("export VLLM_"))
+    assert capture in run_engdiag("recommend-timeout", "--log", str(log)).stdout.decode()
