@@ -68,3 +68,17 @@ def test_per_rank_startup_phases_carry_their_process():
     phases = json.loads(run_engdiag("analyze", EXAMPLE, "--json").stdout)["startup_phases"]
     loaded = [p for p in phases if p["name"] == "weights_loaded"]
     assert {p["process"]["name"] for p in loaded} == {"Worker_TP0", "Worker_TP1"}
+
+
+@pytest.mark.parametrize("stamp", ["02-30 09:31:00", "10-22 25:61:61"])
+def test_an_impossible_time_is_not_passed_off_as_the_previous_one(tmp_path, stamp):
+    log = tmp_path / "impossible.log"
+    log.write_text(
+        "INFO 10-22 09:30:00 [loggers.py:123] Engine 000: Avg prompt throughput: 100.0 tokens/s, Avg generation "
+        "throughput: 50.0 tokens/s, Running: 3 reqs, Waiting: 0 reqs, GPU KV cache usage: 10.0%, Prefix cache hit "
+        "rate: 0.0%\n"
+        f"ERROR {stamp} [core.py:710] EngineCore encountered a fatal error.\n"
+    )
+    out = run_engdiag("analyze", str(log), env={"COLUMNS": "120"}).stdout.decode()
+    assert "no time of its own" in out and "≥ 0s" in out
+    assert "no progress for  0s" not in out

@@ -8,7 +8,7 @@ from rich.text import Text
 
 from engdiag.analysis.analyze import Analysis
 from engdiag.logs.events import CudaOom, Event, Memory, Signal
-from engdiag.render.common import plural
+from engdiag.render.common import inert, plural
 from engdiag.render.human import clip, evidence_table, heading, reasons, steps, verdict_line
 from engdiag.units import format_bytes, format_duration
 from engdiag.render.spark import sparkline
@@ -19,8 +19,9 @@ def _where(event: Event | None) -> Text:
         return Text("—")
     text = Text()
     if event.stamp:
-        text.append(f"{event.stamp.text}  ")
-    text.append(f"{event.source}:{event.line}", style="blue")
+        # no readable time of its own (none printed, or an impossible one): placed at the previous line's
+        text.append(f"≈ {event.stamp.text} (no time of its own)  " if event.inherited_time else f"{event.stamp.text}  ")
+    text.append(f"{inert(event.source)}:{event.line}", style="blue")
     text.append(f"\n{clip(event.text, 160)}", style="dim")
     return text
 
@@ -39,7 +40,9 @@ def _timeline(analysis: Analysis) -> RenderableType:
     same = incident.fatal is not None and incident.fatal is incident.first_anomaly
     table.add_row("fatal", Text("the first anomaly") if same else _where(incident.fatal))
     if incident.no_progress_seconds is not None:
-        table.add_row("no progress for", format_duration(incident.no_progress_seconds))
+        lower = incident.fatal is not None and incident.fatal.inherited_time
+        table.add_row("no progress for", ("≥ " if lower else "") + format_duration(incident.no_progress_seconds)
+                      + (" (the fatal line has no readable time of its own)" if lower else ""))
     silent = [row for row in t.proc_last if row.stamp is not None]
     if len(silent) > 1:
         names = ", ".join(f"{row.proc.label} {row.stamp.text}" for row in silent[:6] if row.stamp)
