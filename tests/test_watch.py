@@ -10,6 +10,7 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
+import pytest
 
 from engdiag import synth
 from engdiag.commands.watch import _snapshotter
@@ -46,15 +47,17 @@ def test_work_arriving_after_idle_is_timed_from_its_arrival():
     tracker.progress(0)
     tracker.load(0, 0)
     tracker.load(5000, 2)  # hours idle, then a request
-    assert tracker.verdict(5002).state is State.ALIVE
-    assert tracker.verdict(5030).state is State.SLOW
+    assert tracker.verdict(5002).state is State.NO_PROGRESS_YET  # nothing proves progress since it arrived
+    tracker.progress(5003)
+    assert tracker.verdict(5004).state is State.ALIVE
+    assert tracker.verdict(5033).state is State.SLOW
 
 
 def test_a_long_prompt_earns_a_longer_wait_and_a_reported_death_is_dead_at_once():
     tracker = LivenessTracker(POLICY, tokens_per_sec=500)
     tracker.load(0, 1)
     tracker.prompt(400_000)  # 800 s of prefill × 1.5 = 1200 s
-    assert tracker.verdict(600).state is State.SLOW
+    assert tracker.verdict(600).state is State.NO_PROGRESS_YET  # never ALIVE without proof
     assert tracker.verdict(1201).state is State.DEAD
     tracker.progress(1300)
     tracker.died("EngineDeadError: EngineCore encountered an issue.")
@@ -207,13 +210,13 @@ def test_once_exit_codes_from_metrics(metrics_server, tmp_path):
     assert alive.returncode == ExitCode.OK and alive.stdout.startswith(b"ALIVE")
     scrape.phase = "stalled"  # frozen counters for longer than the heartbeat, requests in flight
     slow = _once("--once", "--metrics-url", metrics_server.url, "--once-gap", "0.3", "--heartbeat", "0.2")
-    assert slow.returncode == ExitCode.WATCH_SLOW and slow.stdout.startswith(b"SLOW")
+    assert slow.returncode == ExitCode.WATCH_SLOW and slow.stdout.startswith(b"NO PROGRESS YET")
     probe = _once("--probe", "--metrics-url", metrics_server.url, "--once-gap", "0.3", "--heartbeat", "0.2")
     assert probe.returncode == ExitCode.OK  # a slow engine is not killed by the probe
     state = tmp_path / "probe.json"
     first = _once("--probe", "--metrics-url", metrics_server.url, "--state", str(state), "--json",
                   "--once-gap", "0.3", "--heartbeat", "0.2")
-    assert first.returncode == ExitCode.OK and json.loads(first.stdout)["state"] == "slow"
+    assert first.returncode == ExitCode.OK and json.loads(first.stdout)["state"] == "no_progress_yet"
     saved = json.loads(state.read_text())
     saved["first_seen"] = saved["at"] = saved["at"] - 1000  # the counters have not moved for 1000 s
     state.write_text(json.dumps(saved))
@@ -222,6 +225,36 @@ def test_once_exit_codes_from_metrics(metrics_server, tmp_path):
     scrape.phase = "idle"
     idle = _once("--once", "--metrics-url", metrics_server.url, "--once-gap", "0.1")
     assert idle.returncode == ExitCode.OK and idle.stdout.startswith(b"IDLE")
+
+
+def test_once_with_state_never_calls_frozen_counters_alive(metrics_server, tmp_path):
+    """Issue 12: probes on a server whose counters never move flapped between SLOW and ALIVE."""
+    scrape = Scrape()
+    scrape.phase = "stalled"
+    metrics_server.body = scrape
+    state = tmp_path / "probe.json"
+    seen = []
+    for _ in range(4):
+        result = _once("--once", "--metrics-url", metrics_server.url, "--state", str(state), "--json",
+                       "--once-gap", "0.1", "--heartbeat", "0.2")
+        seen.append(json.loads(result.stdout)["state"])
+        assert json.loads(state.read_text())["last_progress"] is None
+    assert "alive" not in seen and set(seen) <= {"no_progress_yet", "dead"}
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
+def test_non_finite_intervals_are_usage_errors(value):
+    result = _once("--interval", value, "--metrics-url", "http://127.0.0.1:9/metrics")
+    assert result.returncode == ExitCode.USAGE and b"finite" in result.stderr and b"Traceback" not in result.stderr
+
+
+def test_watch_tuning_options_have_help():
+    result = subprocess.run([sys.executable, "-m", "engdiag", "watch", "--help"], capture_output=True, cwd=ROOT,
+                            timeout=60, env={**os.environ, "NO_COLOR": "1", "COLUMNS": "200"})
+    text = result.stdout.decode()
+    for option, words in (("--base", "never below"), ("--factor", "Safety factor"), ("--hard-cap", "never above")):
+        line = next(line for line in text.splitlines() if option in line)
+        assert words in line, line
 
 
 def test_once_from_a_log_that_ends_in_a_fatal_error():

@@ -10,17 +10,22 @@ import shlex
 
 from engdiag.analysis.facts import KV_HIGH_PCT, Facts, stalled
 from engdiag.analysis.verdict import Kind, MemoryKind, Step
-from engdiag.logs.events import Event, Signal, Timeout
+from engdiag.logs.events import Event, Signal
+from engdiag.timeouts import knobs
+from engdiag.timeouts.advice import capture_advice, recommend_command, timeout_advice
+
+
+def _names(facts: Facts) -> list[str]:
+    return [s.name for s in facts.t.sources]
 
 
 def _files(facts: Facts) -> str:
-    names = [s.name for s in facts.t.sources][:4]
-    return " ".join(shlex.quote(name) for name in names) or "LOG"
+    return " ".join(shlex.quote(name) for name in _names(facts)) or "-"
 
 
 def _snapshot_step(facts: Facts, when: str) -> Step:
     pids = facts.engine_pids()
-    target = pids[0] if pids else "PID"
+    target = pids[0] if pids else "$(pgrep -f 'vllm serve' | head -1)"  # runnable as printed
     return Step(
         f"capture live stacks {when} (EngineCore or API-server pid; the pid in the log if it still runs)",
         f"engdiag snapshot {target}",
@@ -28,35 +33,20 @@ def _snapshot_step(facts: Facts, when: str) -> Step:
 
 
 def _timeout_knob(facts: Facts, root: Event | None) -> Step | None:
+    """The knob that fired, raised to what ``recommend-timeout`` prints for the same log (one recommender)."""
     if root is None:
         return None
-    files = _files(facts)
-    if root.signal is Signal.ENGINE_READY_TIMEOUT or (
+    startup = root.signal is Signal.ENGINE_READY_TIMEOUT or (
         root.signal is Signal.PROCESS_EXCEPTION and not facts.served_before(root)
-    ):
-        return Step(
-            "give start-up more time (0.14+; 0.9.1–0.13 have a fixed 600 s), sized from the observed phases",
-            f"engdiag recommend-timeout --log {files}",
-        )
-    if root.signal is Signal.ITERATION_TIMEOUT:
-        return Step(
-            "raise V0's per-step limit (default 60 s) to cover the longest step, and size it from the data",
-            f"engdiag recommend-timeout --log {files}   # sets VLLM_ENGINE_ITERATION_TIMEOUT_S",
-        )
-    if root.signal is Signal.HEARTBEAT_LOST:
-        return Step(
-            "V0 0.6.2–0.6.3 kill the engine when one step exceeds 3×VLLM_RPC_TIMEOUT; raise it or upgrade",
-            "export VLLM_RPC_TIMEOUT=100000",
-        )
-    if root.signal in (Signal.RPC_TIMEOUT, Signal.COMPILE, Signal.SCHEDULED_TOKENS, Signal.ENGINE_FATAL):
-        call = root.data.call if isinstance(root.data, Timeout) else None
-        if call and call in {"RPCServer", "MQLLMEngine", "Server"}:
-            return Step("raise the V0 RPC timeout (milliseconds)", "export VLLM_RPC_TIMEOUT=60000")
-        return Step(
-            "raise the per-step limit so a slow step is not declared dead (0.9.2+, default 300 s)",
-            f"engdiag recommend-timeout --log {files}   # sets VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS",
-        )
-    return None
+    )
+    stepping = root.signal in (
+        Signal.ITERATION_TIMEOUT, Signal.HEARTBEAT_LOST, Signal.RPC_TIMEOUT, Signal.COMPILE,
+        Signal.SCHEDULED_TOKENS, Signal.ENGINE_FATAL,
+    )
+    if not (startup or stepping):
+        return None
+    advice = timeout_advice(facts.t, "slow", _names(facts), prefer=knobs.ENGINE_READY if startup else None)
+    return Step(advice.text, advice.command) if advice is not None else None
 
 
 def next_steps(facts: Facts, kind: Kind, sub_kind: MemoryKind | None, root: Event | None) -> list[Step]:
@@ -78,12 +68,8 @@ def next_steps(facts: Facts, kind: Kind, sub_kind: MemoryKind | None, root: Even
         steps.append(_snapshot_step(facts, "if it stalls again, before the timeout fires, to confirm it computes"))
     elif kind is Kind.DEADLOCKED:
         steps.append(_snapshot_step(facts, "while it hangs"))
-        steps.append(
-            Step(
-                "keep the hang alive long enough to capture it (temporarily)",
-                "export VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS=1800",
-            )
-        )
+        capture = capture_advice(facts.t, kind.value)
+        steps.append(Step(capture.text, capture.command))
         steps.append(
             Step(
                 "record collectives so the next hang names the rank that diverged",
@@ -106,9 +92,10 @@ def next_steps(facts: Facts, kind: Kind, sub_kind: MemoryKind | None, root: Even
             steps.append(Step("rule out vLLM's custom all-reduce kernel", "--disable-custom-all-reduce"))
     elif kind is Kind.UNKNOWN:
         steps.append(_snapshot_step(facts, "if the server is still up"))
-        steps.append(Step("analyse the full log from launch, every process and rank", f"engdiag analyze {files} OTHER_RANK_LOGS"))
+        steps.append(Step("analyse the full log from launch, every process and rank: add the other ranks' logs to this",
+                          f"engdiag analyze {files}"))
     if kind in (Kind.SLOW, Kind.HEALTHY) and facts.t.prompt_lengths.count:
-        steps.append(Step("size every timeout from this traffic", f"engdiag recommend-timeout --log {files}"))
+        steps.append(Step("size every timeout from this traffic", recommend_command(_names(facts))))
     return steps
 
 

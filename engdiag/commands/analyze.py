@@ -93,9 +93,15 @@ def command(
             since=parse_time(since, "--since") if since else None,
             until=parse_time(until, "--until") if until else None,
         )
+        if window.since is not None and window.until is not None and window.since.key > window.until.key:
+            raise UsageError(f"--since {since!r} is after --until {until!r}: no line can be in between",
+                             hint="swap them (times are compared within one year)")
         if jobs is not None and jobs < 1:
             raise UsageError("--jobs must be at least 1")
         result = _run(paths, show_prompts, jobs, window)
+        from engdiag.timeouts.advice import window_flags, windowed
+
+        result = windowed(result, window_flags(tail, since, until))  # printed steps read the same part
         from engdiag.render.analysis_doc import analysis_doc
         from engdiag.render.analysis_view import analysis_view
         from engdiag.render.jsonout import dumps

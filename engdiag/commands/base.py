@@ -8,7 +8,9 @@ with ``--debug``).
 
 from __future__ import annotations
 
+import errno
 import os
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,7 +19,7 @@ from typing import NoReturn
 import typer
 from rich.console import Console
 
-from engdiag.errors import EngdiagError, ExitCode
+from engdiag.errors import EngdiagError, ExitCode, OutputError
 
 STATE = {"debug": False}
 """Global options (set by the CLI callback)."""
@@ -28,14 +30,50 @@ def _plain() -> bool:
     return bool(os.environ.get("NO_COLOR"))
 
 
+class InertConsole(Console):
+    """A Console that makes every text segment inert before it reaches the terminal.
+
+    Renderers already escape input text where they lay it out (``render.common.inert``); this is the
+    backstop for any that slip through: no ESC, OSC/DCS/APC, BEL or bidi override from an input can
+    reach the terminal, only rich's own styling (which is not part of a segment's text).
+    """
+
+    def print(self, *objects, crop: bool = False, **kwargs) -> None:  # type: ignore[no-untyped-def,override]
+        """Never crop: a command or path longer than the terminal is printed whole (the terminal wraps it)."""
+        super().print(*objects, crop=crop, **kwargs)
+
+    def _render_buffer(self, buffer):  # type: ignore[no-untyped-def]
+        from rich.segment import Segment
+
+        from engdiag.render.common import inert_keep_newlines
+
+        return super()._render_buffer(
+            seg if seg.control else Segment(inert_keep_newlines(seg.text), seg.style, seg.control) for seg in buffer
+        )
+
+
 def stderr_console() -> Console:
     """Console for messages and progress (stdout carries only results)."""
-    return Console(stderr=True, highlight=False, soft_wrap=True, color_system=None if _plain() else "auto")
+    return InertConsole(stderr=True, highlight=False, soft_wrap=True, color_system=None if _plain() else "auto")
 
 
 def stdout_console() -> Console:
     """Console for human results on stdout."""
-    return Console(highlight=False, color_system=None if _plain() else "auto")
+    if sys.stdout is None:
+        raise OutputError("stdout is closed: nothing can be written", hint=OUTPUT_HINT)
+    return InertConsole(highlight=False, color_system=None if _plain() else "auto")
+
+
+def echo(text: str) -> None:
+    """Plain text results on stdout (env lines, flags, YAML); the caller made them."""
+    if sys.stdout is None:
+        raise OutputError("stdout is closed: nothing can be written", hint=OUTPUT_HINT)
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
+OUTPUT_HINT = "give the command a writable stdout (a file with free space, a pipe, or the terminal)"
+_OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EBADF, errno.EIO, errno.EDQUOT, errno.EFBIG, errno.EROFS})
 
 
 def fail(error: EngdiagError) -> NoReturn:
@@ -60,17 +98,26 @@ def guard() -> Iterator[None]:
     except BrokenPipeError:
         _quiet_stdout()
         raise typer.Exit(int(ExitCode.OK)) from None
+    except OSError as error:
+        if error.errno not in _OUTPUT_ERRNOS:
+            _internal(error)
+        _quiet_stdout()
+        fail(OutputError(f"cannot write the output: {error.strerror or error}", hint=OUTPUT_HINT))
     except (typer.Exit, typer.Abort, SystemExit):
         raise
     except Exception as error:
-        if STATE["debug"]:
-            raise
-        stderr_console().print(
-            f"engdiag: internal error: {error.__class__.__name__}: {error}\n"
-            "  hint: this is a bug; re-run with --debug for the traceback and report it",
-            markup=False,
-        )
-        raise typer.Exit(int(ExitCode.INTERNAL)) from None
+        _internal(error)
+
+
+def _internal(error: Exception) -> NoReturn:
+    if STATE["debug"]:
+        raise error
+    stderr_console().print(
+        f"engdiag: internal error: {error.__class__.__name__}: {error}\n"
+        "  hint: this is a bug; re-run with --debug for the traceback and report it",
+        markup=False,
+    )
+    raise typer.Exit(int(ExitCode.INTERNAL)) from None
 
 
 def _quiet_stdout() -> None:
@@ -82,8 +129,24 @@ def _quiet_stdout() -> None:
         pass
 
 
+_JSON_INVISIBLE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def json_inert(data: bytes) -> bytes:
+    """JSON keeps input text whole but escaped: C1 controls and bidi overrides (legal raw in JSON strings,
+    where alone they can occur) become ``\\u`` escapes, so ``cat``-ing a document cannot reorder or hijack
+    the terminal.  orjson already escapes C0 controls."""
+    text = data.decode("utf-8")
+    if not _JSON_INVISIBLE.search(text):
+        return data
+    return _JSON_INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode("utf-8")
+
+
 def write_json(data: bytes) -> None:
-    """Write a JSON document to stdout as bytes."""
+    """Write a JSON document to stdout as bytes (made inert by ``json_inert``)."""
+    if sys.stdout is None:
+        raise OutputError("stdout is closed: nothing can be written", hint=OUTPUT_HINT)
+    data = json_inert(data)
     buffer = getattr(sys.stdout, "buffer", None)
     if buffer is not None:
         buffer.write(data)

@@ -7,8 +7,9 @@ from typing import Annotated
 
 import typer
 
-from engdiag.commands.base import guard, stdout_console, write_json
+from engdiag.commands.base import echo, guard, stderr_console, stdout_console, write_json
 from engdiag.errors import UsageError
+from engdiag.timeouts.knobs import Platform
 from engdiag.timeouts.model import (
     DEFAULT_BASE_S,
     DEFAULT_FACTOR,
@@ -38,7 +39,20 @@ class Format(str, Enum):
     K8S = "k8s"
 
 
-def _gather(logs: list[str], metrics: str | None, prompt_lens: str | None, prompt_len: list[int]):  # -> Observations
+def _window(tail: str | None, since: str | None, until: str | None):  # -> Window
+    from engdiag.logs.window import Window, parse_tail, parse_time
+
+    tail_lines, tail_bytes = parse_tail(tail) if tail else (None, None)
+    window = Window(tail_lines=tail_lines, tail_bytes=tail_bytes,
+                    since=parse_time(since, "--since") if since else None,
+                    until=parse_time(until, "--until") if until else None)
+    if window.since is not None and window.until is not None and window.since.key > window.until.key:
+        raise UsageError(f"--since {since!r} is after --until {until!r}: no line can be in between")
+    return window
+
+
+def _gather(logs: list[str], metrics: str | None, prompt_lens: str | None, prompt_len: list[int],
+            window=None):  # -> Observations
     from engdiag.analysis.analyze import analyze
     from engdiag.timeouts.observe import from_lengths, from_timeline, merge
     from engdiag.timeouts.sources import fetch_metrics, parse_metrics, read_prompt_lengths
@@ -53,7 +67,8 @@ def _gather(logs: list[str], metrics: str | None, prompt_lens: str | None, promp
     if metrics:
         parts.append(parse_metrics(fetch_metrics(metrics), metrics))
     if logs:
-        parts.append(from_timeline(analyze(logs).timeline))
+        analysis = analyze(logs, window=window) if window is not None else analyze(logs)
+        parts.append(from_timeline(analysis.timeline, analysis.verdict.kind.value))
     return merge(*parts)
 
 
@@ -83,6 +98,18 @@ def command(
     output_tokens: Annotated[
         int, typer.Option("--output-tokens", help="Output tokens a request may generate (client timeout).")
     ] = DEFAULT_OUTPUT_TOKENS,
+    allow_lower: Annotated[
+        bool,
+        typer.Option("--allow-lower", help="Allow a step timeout below vLLM's default (a slow step is then killed sooner)."),
+    ] = False,
+    platform: Annotated[
+        list[Platform] | None,
+        typer.Option("--platform", help="Also size the guards of ray (compiled graphs, Serve health checks) or k8s "
+                     "(liveness probes); Ray is also recognised in the log."),
+    ] = None,
+    tail: Annotated[str | None, typer.Option("--tail", help="Only the last N lines or bytes of each log (as analyze).")] = None,
+    since: Annotated[str | None, typer.Option("--since", help="Skip log lines before this time (as analyze).")] = None,
+    until: Annotated[str | None, typer.Option("--until", help="Stop reading logs after this time (as analyze).")] = None,
     format: Annotated[Format, typer.Option("--format", help="table, env, args, json or k8s.")] = Format.TABLE,
     json: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
 ) -> None:
@@ -90,7 +117,7 @@ def command(
     with guard():
         from engdiag.render.jsonout import dumps
         from engdiag.render.timeout_doc import timeout_doc
-        from engdiag.render.timeout_view import args_line, env_lines, k8s_env, timeout_view
+        from engdiag.render.timeout_view import args_line, env_lines, k8s_snippet, skipped, timeout_view
         from engdiag.timeouts.recommend import Options, recommend
 
         policy = Policy(base_s=base, factor=factor, hard_cap_s=hard_cap).validate()
@@ -101,17 +128,22 @@ def command(
             chunked_prefill=False if no_chunked_prefill else None,
             vllm_version=vllm_version,
             output_tokens=output_tokens,
+            allow_lower=allow_lower,
+            platforms=frozenset(platform or ()),
         ).validate()
-        observations = _gather(log or [], metrics, prompt_lens, prompt_len or [])
+        window = _window(tail, since, until) if (tail or since or until) else None
+        observations = _gather(log or [], metrics, prompt_lens, prompt_len or [], window)
         result = recommend(observations, policy, options)
         chosen = Format.JSON if json else format
+        for reason in skipped(result, chosen.value):
+            stderr_console().print(f"engdiag: {reason}", markup=False)
         if chosen is Format.JSON:
             write_json(dumps(timeout_doc(result)))
         elif chosen is Format.ENV:
-            typer.echo(env_lines(result), nl=False)
+            echo(env_lines(result))
         elif chosen is Format.ARGS:
-            typer.echo(args_line(result), nl=False)
+            echo(args_line(result))
         elif chosen is Format.K8S:
-            typer.echo(k8s_env(result), nl=False)
+            echo(k8s_snippet(result))
         else:
             stdout_console().print(timeout_view(result))

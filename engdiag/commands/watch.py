@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import signal
 import threading
 import time
@@ -11,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from engdiag.commands.base import guard, stderr_console, stdout_console, write_json
+from engdiag.commands.base import echo, guard, stderr_console, stdout_console, write_json
 from engdiag.errors import ExitCode, UsageError
 from engdiag.timeouts.model import DEFAULT_BASE_S, DEFAULT_FACTOR, DEFAULT_HARD_CAP_S, DEFAULT_HEARTBEAT_S
 
@@ -22,7 +23,7 @@ HELP = (
     "snapshot the process tree (--pid) and run a command.  --once judges from one look (a liveness probe)."
 )
 ONCE_CODES = {"idle": ExitCode.OK, "alive": ExitCode.OK, "unknown": ExitCode.OK,
-              "slow": ExitCode.WATCH_SLOW, "dead": ExitCode.WATCH_DEAD}
+              "no_progress_yet": ExitCode.WATCH_SLOW, "slow": ExitCode.WATCH_SLOW, "dead": ExitCode.WATCH_DEAD}
 
 
 def _snapshotter(bundle_dir: Path):  # -> Snapshotter
@@ -48,12 +49,13 @@ def _once(options, gap: float, state: Path | None, probe: bool, json: bool) -> N
         looks.append(look_at_log(options.log, datetime.now()))
     verdict = judge_once(looks, options.policy, options.tokens_per_sec, options.prompt_len)
     from engdiag.render.jsonout import dumps
+    from engdiag.render.common import inert
     from engdiag.render.watch_view import verdict_doc
 
     if json:
         write_json(dumps({"schema": "engdiag.watch", "schema_version": "1.0", "type": "once", **verdict_doc(verdict)}, pretty=False))
     else:
-        typer.echo(f"{verdict.state.value.upper()}: {verdict.reason}")
+        echo(f"{verdict.state.value.upper().replace('_', ' ')}: {inert(verdict.reason)}\n")
     code = ONCE_CODES[verdict.state.value]
     if probe:
         code = ExitCode.WATCH_DEAD if verdict.state.value == "dead" else ExitCode.OK
@@ -77,9 +79,13 @@ def command(
     state: Annotated[Path | None, typer.Option("--state", help="--once: remember the last scrape here between probes.")] = None,
     tokens_per_sec: Annotated[float | None, typer.Option("--tokens-per-sec", help="Prefill rate (default: measured).")] = None,
     prompt_len: Annotated[int | None, typer.Option("--prompt-len", help="Prompt length in flight (default: observed).")] = None,
-    base: Annotated[float, typer.Option("--base")] = DEFAULT_BASE_S,
-    factor: Annotated[float, typer.Option("--factor")] = DEFAULT_FACTOR,
-    hard_cap: Annotated[float, typer.Option("--hard-cap")] = DEFAULT_HARD_CAP_S,
+    base: Annotated[float, typer.Option("--base", help="The adaptive timeout is never below this many seconds.")] = DEFAULT_BASE_S,
+    factor: Annotated[
+        float, typer.Option("--factor", help="Safety factor on the estimated prefill time of the work in flight.")
+    ] = DEFAULT_FACTOR,
+    hard_cap: Annotated[
+        float, typer.Option("--hard-cap", help="The adaptive timeout is never above this many seconds (DEAD after it).")
+    ] = DEFAULT_HARD_CAP_S,
     heartbeat: Annotated[float, typer.Option("--heartbeat", help="Seconds of quiet before SLOW (at least).")] = DEFAULT_HEARTBEAT_S,
     from_start: Annotated[bool, typer.Option("--from-start", help="Read the log from its start, not its end.")] = False,
     json: Annotated[bool, typer.Option("--json", help="One JSON line per state change and heartbeat.")] = False,
@@ -92,6 +98,12 @@ def command(
         if log is None and metrics_url is None:
             raise UsageError("give --log PATH and/or --metrics-url URL")
         once_gap = heartbeat + 0.5 if once_gap is None else once_gap
+        for name, value in (("--interval", interval), ("--cooldown", cooldown), ("--once-gap", once_gap),
+                            ("--heartbeat", heartbeat), ("--base", base), ("--factor", factor), ("--hard-cap", hard_cap)):
+            if not math.isfinite(value):
+                raise UsageError(f"{name} must be a finite number of seconds, got {value}")
+        if tokens_per_sec is not None and not (math.isfinite(tokens_per_sec) and tokens_per_sec > 0):
+            raise UsageError(f"--tokens-per-sec must be a positive number, got {tokens_per_sec}")
         if interval <= 0 or cooldown < 0 or once_gap < 0:
             raise UsageError("--interval must be positive; --cooldown and --once-gap not negative")
         if on_dead and pid is None:

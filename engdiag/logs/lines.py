@@ -119,11 +119,14 @@ class Piece:
         return (self.proc, self.level, self.stamp, self.fileinfo)
 
 
+_DAYS = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+
 def _stamp(match: re.Match[str]) -> Stamp | None:
     month, day = int(match["mo"]), int(match["d"])
     hours, minutes, seconds = int(match["h"]), int(match["mi"]), int(match["s"])
-    if not (1 <= month <= 12 and 1 <= day <= 31 and hours < 24 and minutes < 60 and seconds < 61):
-        return None
+    if not (1 <= month <= 12 and 1 <= day <= _DAYS[month - 1] and hours < 24 and minutes < 60 and seconds < 61):
+        return None  # an impossible time (02-30, 25:61:61) is no time: the record is placed at the previous one's
     return Stamp(month, day, hours * 3600 + minutes * 60 + min(seconds, 59))
 
 

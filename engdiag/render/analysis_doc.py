@@ -98,6 +98,7 @@ def _phases(timeline: Timeline) -> list[dict[str, Any]]:
             "time": e.stamp.text if e.stamp else None,
             "source": e.source,
             "line": e.line,
+            "process": None if e.proc is None else {"name": e.proc.name, "pid": e.proc.pid, "role": e.proc.role.value},
         }
         for e in timeline.of(Signal.STARTUP_PHASE, Signal.COMPILE)
         if isinstance(e.data, Phase)

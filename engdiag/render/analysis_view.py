@@ -8,6 +8,7 @@ from rich.text import Text
 
 from engdiag.analysis.analyze import Analysis
 from engdiag.logs.events import CudaOom, Event, Memory, Signal
+from engdiag.render.common import inert, plural
 from engdiag.render.human import clip, evidence_table, heading, reasons, steps, verdict_line
 from engdiag.render.spark import sparkline
 from engdiag.units import format_bytes, format_duration
@@ -18,8 +19,9 @@ def _where(event: Event | None) -> Text:
         return Text("—")
     text = Text()
     if event.stamp:
-        text.append(f"{event.stamp.text}  ")
-    text.append(f"{event.source}:{event.line}", style="blue")
+        # no readable time of its own (none printed, or an impossible one): placed at the previous line's
+        text.append(f"≈ {event.stamp.text} (no time of its own)  " if event.inherited_time else f"{event.stamp.text}  ")
+    text.append(f"{inert(event.source)}:{event.line}", style="blue")
     text.append(f"\n{clip(event.text, 160)}", style="dim")
     return text
 
@@ -32,13 +34,15 @@ def _timeline(analysis: Analysis) -> RenderableType:
     table.add_column(overflow="fold")
     span = f"{t.first_stamp.text} → {t.last_stamp.text}" if t.first_stamp and t.last_stamp else "no timestamps"
     lines = sum(i.lines for i in analysis.inputs)
-    table.add_row("log span", f"{span}  ({lines:,} lines, {len(analysis.inputs)} input(s))")
+    table.add_row("log span", f"{span}  ({plural(lines, 'line')}, {plural(len(analysis.inputs), 'input')})")
     table.add_row("last progress", _where(incident.last_progress))
     table.add_row("first anomaly", _where(incident.first_anomaly))
     same = incident.fatal is not None and incident.fatal is incident.first_anomaly
     table.add_row("fatal", Text("the first anomaly") if same else _where(incident.fatal))
     if incident.no_progress_seconds is not None:
-        table.add_row("no progress for", format_duration(incident.no_progress_seconds))
+        lower = incident.fatal is not None and incident.fatal.inherited_time
+        table.add_row("no progress for", ("≥ " if lower else "") + format_duration(incident.no_progress_seconds)
+                      + (" (the fatal line has no readable time of its own)" if lower else ""))
     silent = [row for row in t.proc_last if row.stamp is not None]
     if len(silent) > 1:
         names = ", ".join(f"{row.proc.label} {row.stamp.text}" for row in silent[:6] if row.stamp)
@@ -72,7 +76,7 @@ def _memory(analysis: Analysis) -> RenderableType | None:
         )
     preempt = t.counts.get(Signal.PREEMPTION, 0) + sum(1 for _, s in t.stats if s.preemptions)
     if preempt:
-        rows.append(Text(f"preemptions reported in {preempt} line(s)"))
+        rows.append(Text(f"preemptions reported in {plural(preempt, 'line')}"))
     return Group(*rows) if rows else None
 
 
@@ -98,7 +102,7 @@ def _prompts(analysis: Analysis) -> RenderableType | None:
         return None
     bound = " (lower bounds: the log truncated some token lists)" if p.lower_bound else ""
     return Text(
-        f"{p.count:,} prompts: p50 {p.p50:,}, p95 {p.p95:,}, p99 {p.p99:,}, max {p.max:,} tokens{bound}"
+        f"{plural(p.count, 'prompt')}: p50 {p.p50:,}, p95 {p.p95:,}, p99 {p.p99:,}, max {p.max:,} tokens{bound}"
     )
 
 
@@ -163,7 +167,7 @@ def analysis_view(analysis: Analysis) -> RenderableType:
     parts: list[RenderableType] = [verdict_line(verdict)]
     if not analysis.found_vllm:
         lines = sum(i.lines for i in analysis.inputs)
-        parts.append(Text(f"read {lines:,} lines from {len(analysis.inputs)} input(s); none is a vLLM line"))
+        parts.append(Text(f"read {plural(lines, 'line')} from {plural(len(analysis.inputs), 'input')}; none is a vLLM line"))
         return Group(*parts, heading("Why"), reasons(verdict))
     if verdict.evidence:
         parts += [heading("Evidence"), evidence_table(verdict)]

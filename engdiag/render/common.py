@@ -6,6 +6,7 @@ field cannot change the published schema (docs/json-schema.md).
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timezone
 from typing import Any
 
@@ -13,6 +14,44 @@ from engdiag import __version__
 from engdiag.analysis.verdict import Evidence, Verdict
 from engdiag.logs.events import Event
 from engdiag.render.jsonout import SCHEMA_VERSION
+
+
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_UNSAFE_KEEP_NEWLINE = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+_NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def _escape(match: re.Match[str]) -> str:
+    if match.group() in _NAMED:
+        return _NAMED[match.group()]
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def inert(text: str) -> str:
+    """Text from the inputs made safe for a terminal: every C0/C1 control (so every ESC, OSC, DCS, APC
+    introducer and BEL), newline included, and every bidi override shown as a visible escape (``\\x1b``,
+    ``\\u202e``), so a log line can neither retitle the window, hide the rest of the report, nor reorder text."""
+    return _UNSAFE.sub(_escape, text)
+
+
+def inert_keep_newlines(text: str) -> str:
+    """``inert`` for text whose line breaks are layout (a whole rendered report): newlines stay."""
+    return _UNSAFE_KEEP_NEWLINE.sub(_escape, text)
+
+
+def plural(count: int, word: str, many: str | None = None) -> str:
+    """``1 line``, ``2 lines`` (``many`` for irregular plurals)."""
+    return f"{count:,} {word if count == 1 else (many or word + 's')}"
+
+
+def serve_args(command: str | None) -> tuple[str | None, str | None]:
+    """Split a next step into (shell command, vllm serve arguments): a bare ``--flag`` is not runnable on its own."""
+    if command and command.lstrip().startswith("--"):
+        return None, command
+    return command, None
 
 
 def envelope(schema: str, generated_at: datetime | None = None) -> dict[str, Any]:
@@ -57,6 +96,12 @@ def evidence_doc(item: Evidence) -> dict[str, Any]:
     }
 
 
+def _step_doc(text: str, command: str | None) -> dict[str, Any]:
+    """``command`` runs in a shell as is; ``vllm_serve_args`` are added to the ``vllm serve`` command line."""
+    shell, args = serve_args(command)
+    return {"text": text, "command": shell, "vllm_serve_args": args}
+
+
 def verdict_doc(verdict: Verdict) -> dict[str, Any]:
     """The verdict block shared by analyze and snapshot documents."""
     return {
@@ -66,7 +111,7 @@ def verdict_doc(verdict: Verdict) -> dict[str, Any]:
         "headline": verdict.headline,
         "evidence": [evidence_doc(item) for item in verdict.evidence],
         "ruled_out": list(verdict.ruled_out),
-        "next_steps": [{"text": s.text, "command": s.command} for s in verdict.next_steps],
+        "next_steps": [_step_doc(s.text, s.command) for s in verdict.next_steps],
         "undecided": verdict.undecided,
         "notes": list(verdict.notes),
     }

@@ -7,7 +7,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from engdiag.render.human import evidence_table, heading, reasons, steps, verdict_line
+from engdiag.render.human import clip, evidence_table, heading, reasons, steps, verdict_line
 from engdiag.snapshot.capture import Snapshot
 from engdiag.snapshot.model import IDLE_POLLING, Motion, NvmlState, ProcessReport, ThreadReport
 from engdiag.units import format_bytes
@@ -20,13 +20,13 @@ def _thread_line(thread: ThreadReport) -> Text:
     text = Text()
     text.append(f"{thread.motion.value:<7}", style=_MOTION_STYLE[thread.motion])
     text.append(f" {thread.category.value:<14}")
-    text.append(f" {thread.name or thread.thread_id}", style="bold")
+    text.append(f" {clip(thread.name) if thread.name else thread.thread_id}", style="bold")
     if thread.gil:
         text.append(" [GIL]", style="dim")
     for index, frame in enumerate(thread.frames[:3]):
         text.append(f"\n    {frame.where}", style="dim" if thread.category in IDLE_POLLING else "")
         if frame.code and index == 0:
-            text.append(f"  │ {frame.code[:70]}", style="italic dim")
+            text.append(f"  │ {clip(frame.code, 70)}", style="italic dim")
     return text
 
 
@@ -36,7 +36,7 @@ def _process_node(report: ProcessReport) -> Tree:
     label.append(f"pid {info.pid}", style="bold")
     ranks = report.ranks.label()
     label.append(f"  {report.role.value}{' ' + ranks if ranks else ''}", style="cyan")
-    label.append(f"  {' '.join(info.cmdline)[:70] or info.name}", style="dim")
+    label.append(f"  {clip(' '.join(info.cmdline), 70) or clip(info.name)}", style="dim")
     if report.pause_ms:
         label.append(f"  paused ≤ {max(report.pause_ms):.0f} ms/sample", style="dim")
     node = Tree(label)

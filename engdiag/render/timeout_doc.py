@@ -29,8 +29,14 @@ def timeout_doc(rec: Recommendation, generated_at: datetime | None = None) -> di
         "timeout_s": rec.timeout_s,
         "percentile": rec.percentile,
         "prompt_len": rec.prompt_len,
-        "tokens_per_sec": {"value": rec.tokens_per_sec.value, "source": rec.tokens_per_sec.source},
-        "step": {"tokens": rec.step_tokens, "timeout_s": rec.step_timeout_s},
+        "tokens_per_sec": None if rec.tokens_per_sec is None
+        else {"value": rec.tokens_per_sec.value, "source": rec.tokens_per_sec.source},
+        "step": {
+            "tokens": rec.step_tokens,
+            "timeout_s": rec.step_timeout_s,
+            "sized_from": [{"seconds": round(b.seconds, 1), "why": b.why} for b in rec.step_bounds],
+        },
+        "capture_timeout_s": rec.capture_s,
         "buckets": [
             {"prompt_len": b.prompt_len, "prefill_s": b.prefill_s, "timeout_s": b.timeout_s} for b in rec.buckets
         ],
@@ -44,6 +50,8 @@ def timeout_doc(rec: Recommendation, generated_at: datetime | None = None) -> di
                 "applies": s.applies,
                 "versions": s.knob.versions(),
                 "engine": s.knob.engine.value if s.knob.engine else None,
+                "platform": s.knob.platform.value if s.knob.platform else None,
+                "guards_nothing_from": _version(s.knob.inert_from),
                 "guards": s.knob.guards,
                 "why": s.why,
             }
@@ -73,6 +81,12 @@ def timeout_doc(rec: Recommendation, generated_at: datetime | None = None) -> di
             "prompt_lengths_lower_bound": obs.lower_bound,
             "decode_tps_per_request": obs.decode_tps.value if obs.decode_tps else None,
             "startup_s": obs.startup_s.value if obs.startup_s else None,
+            "verdict": obs.verdict,
+            "platforms": sorted(p.value for p in obs.platforms),
+            "killed": None if obs.killed is None else {
+                "name": obs.killed.knob.name, "limit_s": obs.killed.limit_s, "limit_source": obs.killed.limit_source,
+                "stall_s": obs.killed.stall_s, "where": obs.killed.where, "progressing": obs.killed.progressing,
+            },
             "longest_healthy_gap": None
             if gap is None
             else {"seconds": gap.seconds, "source": gap.source, "start_line": gap.start_line,

@@ -50,6 +50,15 @@ class Kind(str, Enum):
     ENV = "env"
     FLAG = "flag"
     CLIENT = "client"
+    OUTSIDE = "outside"
+    """Set outside vLLM: a Ray Serve deployment option, a Kubernetes probe field."""
+
+
+class Platform(str, Enum):
+    """Where a guard outside vLLM lives; its knobs are recommended only when the input shows it."""
+
+    RAY = "ray"
+    K8S = "k8s"
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +74,10 @@ class Knob:
     since: Version | None
     until: Version | None
     """First version without it (exclusive); None = still present in the newest read (0.34)."""
+    inert_from: Version | None = None
+    """First version where vLLM still reads it but nothing is guarded by it."""
+    platform: Platform | None = None
+    """Only recommended when the input shows this executor/platform or ``--platform`` names it."""
 
     def versions(self) -> str:
         """The range as text, e.g. ``0.9.2+`` or ``0.6.2 – 0.22``."""
@@ -74,6 +87,14 @@ class Knob:
         if self.until is None:
             return f"{since}+"
         return f"{since} – {self.until[0]}.{self.until[1] - 1}"
+
+    def guards_in(self, version: Version | None) -> bool | None:
+        """Does setting it change anything in this version?  None: version unknown."""
+        if self.inert_from is None:
+            return True
+        if version is None:
+            return None
+        return version < self.inert_from
 
     def exists_in(self, version: Version | None, engine: Engine | None) -> bool:
         """Does this version (and engine) have the knob?  Unknown version: assume it might."""
@@ -99,17 +120,28 @@ ENGINE_READY = Knob(
 ITERATION = Knob(
     "VLLM_ENGINE_ITERATION_TIMEOUT_S", Kind.ENV, "s", "60",
     "one V0 engine step in AsyncLLMEngine (0.4–0.5 servers; later with --disable-frontend-multiprocessing or PP > 1)",
-    Engine.V0, (0, 4, 0), (0, 32, 0),
+    Engine.V0, (0, 4, 0), (0, 32, 0), inert_from=(0, 11, 0),
 )
 RPC = Knob(
     "VLLM_RPC_TIMEOUT", Kind.ENV, "ms", "10000",
     "V0 frontend RPCs; in 0.6.2–0.6.3 the engine is declared dead when one step exceeds 3× this",
-    Engine.V0, (0, 6, 2), (0, 23, 0),
+    Engine.V0, (0, 6, 2), (0, 23, 0), inert_from=(0, 11, 0),
 )
 DISTRIBUTED = Knob(
     "--distributed-timeout-seconds", Kind.FLAG, "s", "PyTorch's (600 for NCCL)",
     "torch.distributed collectives (the NCCL watchdog); must outlast the step timeout",
     None, (0, 18, 0), None,
+)
+CPU_DISTRIBUTED = Knob(
+    "--cpu-distributed-timeout-seconds", Kind.FLAG, "s", "PyTorch's (1800 for gloo)",
+    "vLLM's CPU (gloo) process groups: barriers, the DP all-reduce, object broadcasts; must outlast the step timeout",
+    None, (0, 22, 0), None,
+)
+RINGBUFFER = Knob(
+    "VLLM_RINGBUFFER_WARNING_INTERVAL", Kind.ENV, "s", "60",
+    "nothing: it is the period of the shared-memory queue's 'No available shared memory broadcast block found in "
+    "60 seconds' line, which a reader prints every interval while it waits (an idle server prints it too)",
+    None, None, None,
 )
 WATCHDOG = Knob(
     "--watchdog-config", Kind.FLAG, "json", '{"timeout": 300}',
@@ -122,4 +154,32 @@ CLIENT = Knob(
     None, None, None,
 )
 
-KNOBS: tuple[Knob, ...] = (EXECUTE_MODEL, ENGINE_READY, ITERATION, RPC, DISTRIBUTED, WATCHDOG, CLIENT)
+RAY_CGRAPH_GET = Knob(
+    "RAY_CGRAPH_get_timeout", Kind.ENV, "s", "300 (vLLM's setdefault; Ray's own is 10)",
+    "the Ray executor's compiled graph: waiting for one step's result from the workers (it kills a slow step "
+    "like the step timeout does); set it in the environment of the process that starts vLLM.  Gone in 0.33 with "
+    "the compiled-graph executor: RayExecutorV2 is bounded by VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS",
+    None, None, (0, 33, 0), platform=Platform.RAY,
+)
+RAY_CGRAPH_SUBMIT = Knob(
+    "RAY_CGRAPH_submit_timeout", Kind.ENV, "s", "10 (Ray's)",
+    "the Ray executor's compiled graph: handing the next step to the workers while the previous one still runs",
+    None, None, (0, 33, 0), platform=Platform.RAY,
+)
+RAY_SERVE_HEALTH = Knob(
+    "health_check_timeout_s", Kind.OUTSIDE, "s", "30 (Ray Serve's; period 10 s)",
+    "Ray Serve LLM: a replica whose check_health does not answer in time is restarted; the engine answers "
+    "from its own loop, so a long step can delay it",
+    None, None, None, platform=Platform.RAY,
+)
+K8S_PROBE = Knob(
+    "livenessProbe", Kind.OUTSIDE, "fields", "timeoutSeconds 1, periodSeconds 10, failureThreshold 3",
+    "Kubernetes restarts the container after failureThreshold × periodSeconds of failed probes; a probe on "
+    "/health during a long step or start-up kills a slow engine",
+    None, None, None, platform=Platform.K8S,
+)
+
+KNOBS: tuple[Knob, ...] = (
+    EXECUTE_MODEL, ENGINE_READY, ITERATION, RPC, DISTRIBUTED, CPU_DISTRIBUTED, WATCHDOG, RINGBUFFER, CLIENT,
+    RAY_CGRAPH_GET, RAY_CGRAPH_SUBMIT, RAY_SERVE_HEALTH, K8S_PROBE,
+)

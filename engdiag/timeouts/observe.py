@@ -8,13 +8,18 @@ explicit user values winning over observed ones.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
-from engdiag.analysis.timeline import Gap, Timeline
-from engdiag.logs.events import Phase, Progress, Signal
+from engdiag.analysis.timeline import Gap, Timeline, is_progress
+from engdiag.logs.events import Event, Phase, Progress, ScheduledTokens, Signal, Timeout
 from engdiag.quantile import nearest_rank
-from engdiag.timeouts.knobs import Engine, Version, default_engine, parse_version
+from engdiag.timeouts import knobs as k
+from engdiag.timeouts.knobs import Engine, Platform, Version, default_engine, parse_version
+
+V0_RPC_CALLS = frozenset({"RPCServer", "MQLLMEngine", "Server"})
+"""Callers of V0's frontend RPC timeout; any other ``RPC call to X timed out`` is a V1 worker step."""
 
 
 @dataclass(frozen=True)
@@ -23,6 +28,19 @@ class Figure:
 
     value: float
     source: str
+
+
+@dataclass(frozen=True)
+class Killed:
+    """A timeout that fired in the log: the knob, its limit, how long the stall it ended lasted, and where."""
+
+    knob: k.Knob
+    limit_s: float
+    limit_source: str
+    stall_s: float | None
+    where: str
+    progressing: bool | None
+    """True when the analysis judged the work slow-but-alive (not deadlocked)."""
 
 
 @dataclass(frozen=True)
@@ -45,6 +63,12 @@ class Observations:
     max_num_batched_tokens: int | None = None
     fired: tuple[tuple[str, str], ...] = ()
     """Timeouts that fired in the log: (signal, ``file:line``)."""
+    killed: Killed | None = None
+    step_tokens_seen: int | None = None
+    """The largest step the log shows (vLLM's crash dump of the last scheduled batch)."""
+    platforms: frozenset[Platform] = frozenset()
+    verdict: str | None = None
+    """analyze's verdict on the same log (slow, deadlocked...), when the input was a log."""
 
     @property
     def prompt_count(self) -> int:
@@ -74,6 +98,18 @@ def _prefill_rate(timeline: Timeline) -> Figure | None:
     return None
 
 
+_TQDM_TIMES = re.compile(r"\[(?:(\d+):)?(\d+):(\d+)<(?:(\d+):)?(\d+):(\d+)")
+
+
+def _tqdm_total(text: str) -> float | None:
+    """Elapsed + remaining from a tqdm bar's ``[09:36<05:20`` (the bar's own clock, no log time needed)."""
+    match = _TQDM_TIMES.search(text)
+    if match is None:
+        return None
+    h1, m1, s1, h2, m2, s2 = (int(g or 0) for g in match.groups())
+    return float(h1 * 3600 + m1 * 60 + s1 + h2 * 3600 + m2 * 60 + s2)
+
+
 def _startup(timeline: Timeline) -> Figure | None:
     phases = {e.data.name: e for e in timeline.of(Signal.STARTUP_PHASE) if isinstance(e.data, Phase)}
     summed = sum(
@@ -86,11 +122,13 @@ def _startup(timeline: Timeline) -> Figure | None:
     spanned = timeline.seconds_between(first, ready) if ready is not None else None
     bars = [e for e in timeline.of(Signal.PROGRESS_BAR) if isinstance(e.data, Progress) and "shards" in e.data.bar]
     projected = None
-    if bars and first is not None:
+    if bars:
         last: Progress = bars[-1].data  # type: ignore[assignment]
-        elapsed = timeline.seconds_between(first, bars[-1])
+        elapsed = timeline.seconds_between(first, bars[-1]) if first is not None else None
         if last.total and 0 < last.done < last.total and elapsed:
             projected = elapsed * last.total / last.done
+        if last.total and last.done < last.total:  # cut off while loading: the bar's own clock projects it
+            projected = max(projected or 0, _tqdm_total(bars[-1].text) or 0) or None
     candidates = [
         (summed, "weight loading + engine initialisation in the log"),
         (spanned or 0, "first line to server ready in the log"),
@@ -100,8 +138,53 @@ def _startup(timeline: Timeline) -> Figure | None:
     return Figure(value, source) if value > 0 else None
 
 
-def from_timeline(timeline: Timeline) -> Observations:
-    """Observations from an analysed log."""
+def _killed_knob(event: Event, engine: Engine | None, version: Version | None) -> tuple[k.Knob, float, str] | None:
+    """The knob whose limit fired, its limit in seconds, and where that limit comes from."""
+    data = event.data if isinstance(event.data, Timeout) else Timeout()
+    if event.signal is Signal.ITERATION_TIMEOUT:
+        return k.ITERATION, 60.0, "vLLM's default 60 s (the line does not print the limit)"
+    if event.signal is Signal.ENGINE_READY_TIMEOUT:
+        return k.ENGINE_READY, 600.0, "vLLM's default 600 s (the line does not print the limit)"
+    if event.signal is Signal.HEARTBEAT_LOST:
+        return k.RPC, 30.0, "3 × VLLM_RPC_TIMEOUT's default 10 s"
+    if event.signal is Signal.RPC_TIMEOUT:
+        if data.call in V0_RPC_CALLS:
+            return k.RPC, data.limit_s or 10.0, "printed in the line" if data.limit_s else "vLLM's default 10 s"
+        if engine is Engine.V0:
+            return None
+        limit = 40.0 if version is not None and (0, 8, 5) <= version < (0, 9, 0) else 300.0
+        return k.EXECUTE_MODEL, limit, f"vLLM's {'hard-coded' if limit == 40 else 'default'} {limit:g} s"
+    return None
+
+
+def _killed(timeline: Timeline, engine: Engine | None, version: Version | None, verdict: str | None) -> Killed | None:
+    """The first timeout that fired, with the stall it ended (from the last progress before it)."""
+    fired = timeline.first_of(Signal.RPC_TIMEOUT, Signal.ITERATION_TIMEOUT, Signal.ENGINE_READY_TIMEOUT, Signal.HEARTBEAT_LOST)
+    if fired is None:
+        return None
+    found = _killed_knob(fired, engine, version)
+    if found is None:
+        return None
+    knob, limit, source = found
+    before = [e for e in timeline.events[: timeline.events.index(fired)] if is_progress(e) and e.stamp is not None]
+    start = timeline.events[0] if knob is k.ENGINE_READY else (before[-1] if before else None)
+    stall = timeline.seconds_between(start, fired)
+    progressing = None if verdict is None else verdict == "slow"
+    return Killed(knob, limit, source, float(stall) if stall is not None else None,
+                  f"{fired.source}:{fired.line}", progressing)
+
+
+def _platforms(timeline: Timeline) -> frozenset[Platform]:
+    """Ray shows in its worker process names and in vLLM's compiled-graph line."""
+    for event in timeline.events:
+        name = event.proc.name if event.proc is not None else ""
+        if name.startswith("Ray") or "RAY_CGRAPH" in event.text:
+            return frozenset({Platform.RAY})
+    return frozenset()
+
+
+def from_timeline(timeline: Timeline, verdict: str | None = None) -> Observations:
+    """Observations from an analysed log (``verdict``: analyze's verdict kind on it, when known)."""
     version = parse_version(timeline.version.version) if timeline.version else None
     engine_name = timeline.version.engine if timeline.version else None
     engine = Engine(engine_name) if engine_name in ("V0", "V1") else default_engine(version)
@@ -128,6 +211,13 @@ def from_timeline(timeline: Timeline) -> Observations:
         chunked_prefill=config.chunked_prefill,
         max_num_batched_tokens=config.max_num_batched_tokens,
         fired=fired,
+        killed=_killed(timeline, engine, version, verdict),
+        step_tokens_seen=max(
+            (e.data.total for e in timeline.of(Signal.SCHEDULED_TOKENS) if isinstance(e.data, ScheduledTokens)),
+            default=None,
+        ),
+        platforms=_platforms(timeline),
+        verdict=verdict,
     )
 
 
@@ -148,11 +238,13 @@ def merge(*parts: Observations) -> Observations:
             prompt_sources=merged.prompt_sources + part.prompt_sources,
             lower_bound=merged.lower_bound or part.lower_bound,
             fired=merged.fired + part.fired,
+            platforms=merged.platforms | part.platforms,
             **{
                 name: getattr(merged, name) if getattr(merged, name) is not None else getattr(part, name)
                 for name in (
                     "prefill_tps", "decode_tps", "startup_s", "longest_gap", "version", "engine",
-                    "tp", "pp", "chunked_prefill", "max_num_batched_tokens",
+                    "tp", "pp", "chunked_prefill", "max_num_batched_tokens", "killed", "step_tokens_seen",
+                    "verdict",
                 )
             },
         )

@@ -87,6 +87,31 @@ def fetch_metrics(location: str) -> str:
         raise NetworkError(f"{location}: cannot fetch ({reason})") from error
 
 
+def _is_url(name: str) -> bool:
+    return name.startswith(("http://", "https://"))
+
+
+def _metrics_hint(name: str) -> str:
+    if _is_url(name):
+        return "point it at the vLLM server's Prometheus endpoint, e.g. http://HOST:8000/metrics"
+    return "save a scrape of the vLLM server's endpoint: curl -s http://HOST:8000/metrics > FILE"
+
+
+def not_prometheus(name: str, text: str, error: Exception | None = None) -> InputError:
+    """One precise line for a body that is not a vLLM scrape: say what it looks like instead."""
+    body = text.lstrip()
+    if not body:
+        looks = "is empty"
+    elif body.startswith("<"):
+        looks = "is HTML (a web page or a proxy's error page)"
+    elif body.startswith(("{", "[")):
+        looks = "is JSON"
+    else:
+        looks = f"is not Prometheus text format ({error})" if error else "holds no vLLM metric (vllm:...)"
+    where = "the answer from " if _is_url(name) else ""
+    return InputError(f"{where}{name} {looks}, not a vLLM /metrics scrape", hint=_metrics_hint(name))
+
+
 def parse_metrics(text: str, name: str) -> Observations:
     """Prompt-length histogram and per-request prefill/decode rates from vLLM's /metrics."""
     buckets: dict[float, float] = {}
@@ -100,9 +125,9 @@ def parse_metrics(text: str, name: str) -> Observations:
                 elif sample.name in _TOTALS:
                     totals[sample.name] = totals.get(sample.name, 0.0) + sample.value
     except (ValueError, TypeError) as error:
-        raise InputError(f"{name}: not Prometheus text format ({error})") from error
+        raise not_prometheus(name, text, error) from error
     if not buckets and not totals:
-        raise InputError(f"{name}: no vLLM metrics (vllm:...) in it", hint="scrape the vLLM server's /metrics endpoint")
+        raise not_prometheus(name, text)
     lengths, open_ended = _histogram_lengths(buckets)
     return Observations(
         prompt_lengths=lengths,
@@ -187,9 +212,9 @@ def parse_sample(text: str, name: str) -> MetricsSample:
                     bound = float(sample.labels.get("le", "inf"))
                     buckets[bound] = buckets.get(bound, 0.0) + sample.value
     except (ValueError, TypeError) as error:
-        raise InputError(f"{name}: not Prometheus text format ({error})") from error
+        raise not_prometheus(name, text, error) from error
     if not values and not kv:
-        raise InputError(f"{name}: no vLLM metrics (vllm:...) in it", hint="point at the vLLM server's /metrics")
+        raise not_prometheus(name, text)
     lengths, _ = _histogram_lengths(buckets)
     return MetricsSample(
         running=values.get("running"),

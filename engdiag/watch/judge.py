@@ -28,6 +28,8 @@ class State(str, Enum):
     """Nothing observed yet."""
     IDLE = "idle"
     """Nothing in flight."""
+    NO_PROGRESS_YET = "no_progress_yet"
+    """Work in flight, and no counter or line has proved progress since watching began (never ALIVE)."""
     ALIVE = "alive"
     SLOW = "slow"
     DEAD = "dead"
@@ -139,9 +141,19 @@ class LivenessTracker:
         if not (self.in_flight or 0) > 0:
             return Verdict(State.IDLE, since, reason="no request in flight", **common)
         started = self.in_flight_since if self.in_flight_since is not None else now
+        if self.last_progress is None:
+            waited = max(0.0, now - started)
+            if waited > timeout:
+                return Verdict(State.DEAD, since, reason=f"no progress seen in {waited:.0f} s of work in flight, "
+                               f"past the adaptive timeout of {timeout:.0f} s", **common)
+            return Verdict(State.NO_PROGRESS_YET, since, reason=f"no progress seen yet ({waited:.0f} s watched with work "
+                           f"in flight; DEAD after {timeout:.0f} s)", **common)
         anchor = started if self.last_progress is None else max(self.last_progress, started)
         quiet = max(0.0, now - anchor)
         liveness = judge(now - started, quiet, self.prompt_len, self.tokens_per_sec, policy)
+        if liveness is Liveness.ALIVE and self.last_progress < started:
+            return Verdict(State.NO_PROGRESS_YET, since, reason=f"no progress seen yet since work arrived {quiet:.0f} s ago",
+                           **common)
         reason = {
             Liveness.ALIVE: "progress within the heartbeat",
             Liveness.SLOW: f"no progress for {quiet:.0f} s, within the adaptive timeout of {timeout:.0f} s",

@@ -32,10 +32,13 @@ class Look:
     """What one source says: how long since progress, what is in flight, whether it died."""
 
     since_progress_s: float | None
+    """Seconds since progress was proved; None when nothing has proved any."""
     in_flight: float | None
     prompt_len: int | None = None
     tokens_per_sec: float | None = None
     death: str | None = None
+    watched_s: float = 0.0
+    """How long this source has been watched without proof of progress (for ``since_progress_s`` None)."""
 
 
 def _counters(sample: MetricsSample) -> dict[str, float | None]:
@@ -54,18 +57,17 @@ def look_at_metrics(url: str, gap_s: float, state_file: Path | None,
         now = clock()
         moved = _moved(_counters(first), _counters(second))
         last_progress = now if moved else None
-        quiet = 0.0 if moved else gap_s
         current = second
     else:
         moved = _moved(previous["counters"], _counters(first))
         last_progress = now if moved else previous.get("last_progress")
-        quiet = 0.0 if moved else now - (last_progress or previous.get("first_seen", previous["at"]))
         current = first
-    first_seen = previous.get("first_seen", previous["at"]) if previous is not None else now
+    first_seen = previous.get("first_seen", previous["at"]) if previous is not None else now - gap_s
+    quiet = None if last_progress is None else max(0.0, now - last_progress)
     _save_state(state_file, {"at": now, "first_seen": first_seen, "counters": _counters(current),
                              "last_progress": last_progress})
     in_flight = None if current.running is None else current.running + (current.waiting or 0)
-    return Look(quiet, in_flight, current.prompt_p99)
+    return Look(quiet, in_flight, current.prompt_p99, watched_s=max(0.0, now - first_seen))
 
 
 def _moved(before: dict[str, float | None], after: dict[str, float | None]) -> bool:
@@ -126,9 +128,10 @@ def judge_once(looks: list[Look], policy: Policy, tokens_per_sec: float | None, 
             tracker.prompt(look.prompt_len)
         if look.tokens_per_sec:
             tracker.rate(look.tokens_per_sec)
-    now = max(quiet, default=0.0) + 1.0
-    tracker.load(0.0, max(flights) if flights else None)
-    if quiet:
+    watched = max([look.watched_s for look in looks] + quiet, default=0.0)
+    now = watched + 1.0
+    tracker.load(1.0 if not quiet else 0.0, max(flights) if flights else None)
+    if quiet:  # only a counter that moved or a progress line proves progress
         tracker.progress(now - min(quiet))
     deaths = [look.death for look in looks if look.death]
     if deaths and (not quiet or min(quiet) > policy.heartbeat_s):
