@@ -26,15 +26,23 @@ def by_role(snapshot, role):
     return [p for p in snapshot.processes if p.role.value == role]
 
 
-def test_two_threads_deadlocked_on_two_locks(spawn):
-    target = spawn("deadlock.py")
+def test_a_lock_cycle_names_its_threads_and_lines_and_a_spinning_child_is_busy(spawn):
+    target = spawn("deadlock.py", "spin")
     snapshot = take_snapshot(target.pid, FAST)
-    threads = {t.name: t for p in snapshot.processes for t in p.threads}
+    parent, child = snapshot.processes
+    threads = {t.name: t for t in parent.threads}
     for name in ("take_first_then_second", "take_second_then_first"):
         assert threads[name].motion is Motion.STUCK
         assert threads[name].category is Category.LOCK_WAIT
-    assert snapshot.verdict.kind.value == "deadlocked"
-    assert "locks" in snapshot.verdict.headline
+    verdict = snapshot.verdict
+    assert verdict.kind.value == "deadlocked" and "lock cycle" in verdict.headline
+    assert "take_first_then_second blocks on `with second:`" in verdict.headline
+    assert "take_second_then_first blocks on `with first:`" in verdict.headline
+    roles = {e.text.split(":")[0]: e.role.value for e in verdict.evidence}
+    assert roles["take_first_then_second"] == roles["take_second_then_first"] == "root cause"
+    assert roles["MainThread"] == "consequence"  # joining the cycle's threads
+    spinner, = child.threads
+    assert spinner.motion is Motion.MOVING and "CPU" in (spinner.progress or "")
 
 
 def test_engine_tree_with_workers_stuck_in_a_collective(spawn):
