@@ -23,6 +23,8 @@ def _thread_line(thread: ThreadReport) -> Text:
     text.append(f" {thread.name or thread.thread_id}", style="bold")
     if thread.gil:
         text.append(" [GIL]", style="dim")
+    if thread.progress:
+        text.append(f"  ({thread.progress})", style="green")
     for index, frame in enumerate(thread.frames[:3]):
         text.append(f"\n    {frame.where}", style="dim" if thread.category in IDLE_POLLING else "")
         if frame.code and index == 0:
@@ -79,11 +81,21 @@ def _gpus(state: NvmlState) -> RenderableType:
     return Group(*parts)
 
 
+def _pauses(snapshot: Snapshot) -> str:
+    """The longest pause of any target per sample (``--native`` on torch processes makes it long)."""
+    worst = max(((max(p.pause_ms), p.info.pid) for p in snapshot.processes if p.pause_ms), default=None)
+    if worst is None:
+        return ""
+    native = ", native frames" if snapshot.options.native else ""
+    return f"; longest pause per target {worst[0]:.0f} ms (pid {worst[1]}{native})"
+
+
 def snapshot_view(snapshot: Snapshot) -> RenderableType:
     """Verdict first, then the process tree, GPUs, reasons and next steps."""
     verdict = snapshot.verdict
     root = Tree(Text(f"tree of pid {snapshot.root_pid}: {len(snapshot.processes)} process(es), "
-                     f"{snapshot.options.samples} sample(s) {snapshot.options.interval_s:g} s apart", style="bold"))
+                     f"{snapshot.options.samples} sample(s) {snapshot.options.interval_s:g} s apart"
+                     f"{_pauses(snapshot)}", style="bold"))
     for report in snapshot.processes:
         root.add(_process_node(report))
     parts: list[RenderableType] = [verdict_line(verdict)]

@@ -246,3 +246,8 @@ def lock_wanted(thread_reason: str, frames: tuple[Frame, ...]) -> str | None:
 def is_join(thread_reason: str) -> bool:
     """A thread waiting for other threads to finish: a consequence of what they wait on."""
     return thread_reason.startswith(JOIN_WHY)
+
+
+def waits_for_work(category: Category, frames: tuple[Frame, ...]) -> bool:
+    """A worker's busy loop blocked reading the next broadcast: idle unless the engine core waits on it."""
+    return category is Category.SHM_WAIT and any("worker_busy_loop" in f.name or "worker_main" in f.name for f in frames)

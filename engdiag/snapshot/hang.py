@@ -37,8 +37,7 @@ def _labels(states: tuple[RankState, ...]) -> str:
 def _doing(state: RankState) -> str:
     if state.thread is None:
         return "no Python thread"
-    top = state.thread.frames[0].where if state.thread.frames else "no Python frames"
-    return f"{state.state} ({state.thread.category.value}) in {top}"
+    return f"{state.state} ({state.thread.reason})"
 
 
 def _op_text(op: str, states: tuple[RankState, ...]) -> str:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from engdiag.analysis.verdict import Kind, MemoryKind, Role as EvidenceRole, Verdict
 from engdiag.roles import Role
 from engdiag.snapshot.advice import busy_gpus, evidence, steps
-from engdiag.snapshot.frames import is_join
+from engdiag.snapshot.frames import is_join, waits_for_work
 from engdiag.snapshot.hang import core_waits, lock_cycle, wait_for
 from engdiag.snapshot.model import (
     BLOCKING,
@@ -39,10 +39,7 @@ GPU_FULL = 0.95
 
 
 def _waiting_for_work(thread: ThreadReport) -> bool:
-    """A worker's busy loop blocked reading the next broadcast: idle unless the core waits on it."""
-    return thread.category is Category.SHM_WAIT and any(
-        "worker_busy_loop" in f.name or "worker_main" in f.name for f in thread.frames
-    )
+    return waits_for_work(thread.category, thread.frames)
 
 
 def _busy(threads: tuple[ThreadReport, ...]) -> list[ThreadReport]:
@@ -114,11 +111,13 @@ def _slow(captured: list[ProcessReport], nvml: NvmlState, options: SnapshotOptio
     if not working:
         return None
     moving = [(p, t) for p, t in working if t.motion is Motion.MOVING]
-    kinds = sorted({t.category.value for _, t in working})
+    kinds = sorted({t.category.value for _, t in working} - {Category.UNKNOWN.value})
     confidence = 0.75 if moving else 0.45
     signs = sorted({(t.progress or "").split(":")[0] for _, t in moving if t.progress})
     how = f"progressing ({'; '.join(signs)})" if moving else "caught computing in a single sample"
-    headline = f"slow: {len(working)} thread(s) {'/'.join(kinds)} {how} — alive, not stuck"
+    who = ", ".join(dict.fromkeys(p.ranks.label() or p.role.value for p, _ in working))
+    what = f" ({'/'.join(kinds)})" if kinds else ""
+    headline = f"slow: {len(working)} thread(s){what} in {who} {how} — alive, not stuck"
     found = tuple(evidence(p, t, EvidenceRole.ROOT_CAUSE, t.progress or "") for p, t in (moving or working)[:6])
     return Verdict(Kind.SLOW, confidence, headline, evidence=found, next_steps=steps(Kind.SLOW, captured, options),
                    undecided=None if moving else "more samples (--samples 3) to see the stacks move")

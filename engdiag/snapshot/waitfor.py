@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from engdiag.roles import Role
-from engdiag.snapshot.frames import collective_op, is_receive, is_send
+from engdiag.snapshot.frames import collective_op, is_receive, is_send, waits_for_work
 from engdiag.snapshot.model import BLOCKING, IDLE_POLLING, Category, Motion, ProcessReport, ThreadReport
 
 
@@ -83,11 +83,13 @@ def rank_state(process: ProcessReport) -> RankState:
         op, group = found if found else ("collective", None)
         consistent = len(ops) > 1 and all(o is not None and o[0] == op for o in ops)
         return RankState(process, thread, "collective", op, group, consistent)
-    blocked = [t for t in threads if t.motion is Motion.STUCK and t.category in BLOCKING]
+    blocked = [t for t in threads if t.motion is Motion.STUCK and t.category in BLOCKING
+               and not waits_for_work(t.category, t.frames)]
     if blocked:
         return RankState(process, blocked[0], "blocked")
     main = next((t for t in threads if t.name == "MainThread"), threads[0] if threads else None)
-    if main is not None and (main.category in IDLE_POLLING or main.motion is Motion.WAITING):
+    if main is not None and (main.category in IDLE_POLLING or main.motion is Motion.WAITING
+                             or waits_for_work(main.category, main.frames)):
         return RankState(process, main, "idle")
     return RankState(process, main, "unknown")
 
