@@ -226,3 +226,20 @@ def test_engdiag_never_samples_itself_or_its_py_spy():
     )
     assert result.returncode == ExitCode.TARGET_GONE
     assert b"no Python process in the tree" in result.stderr or b"engdiag itself" in result.stderr
+
+
+def test_too_many_samples_are_refused_before_touching_the_target(spawn):
+    target = spawn("busy.py")
+    result = run_engdiag("snapshot", str(target.pid), "--samples", "1000000", "--interval", "0")
+    assert result.returncode == ExitCode.USAGE
+    err = result.stderr.decode()
+    assert "--samples 1000000 is too many: at most 100" in err.splitlines()[0] and "Traceback" not in err
+
+
+def test_a_long_capture_shows_its_progress_on_stderr(spawn):
+    target = spawn("engine_tree.py", "idle", "1", "vllm", "serve")
+    result = run_engdiag("snapshot", str(target.pid), "--samples", "10", "--interval", "0", "--no-bundle")
+    assert result.returncode == 0, result.stderr
+    lines = [line for line in result.stderr.decode().splitlines() if line.startswith("engdiag: sample ")]
+    assert lines[0].startswith("engdiag: sample 1/10") and lines[-1].startswith("engdiag: sample 10/10")
+    assert "longest pause per target" in result.stdout.decode()

@@ -1,7 +1,8 @@
 """The wait-for picture across ranks: who waits, in which collective, and on whom (pure).
 
 Workers are grouped by the engine core above them (one group per DP replica
-of a tree; one group for processes without one, e.g. a multi-node capture).
+of a tree); workers with none above them (a multi-node capture, Ray actors)
+form one group across nodes.
 In each group every rank gets one state from its threads: in a collective
 (which op, which group where the frames show it), progressing, blocked
 elsewhere, or idle.  Then, when no rank of the group progresses:
@@ -100,7 +101,7 @@ def _groups(processes: Sequence[ProcessReport]) -> list[list[ProcessReport]]:
     for process in processes:
         if process.role is not Role.WORKER or not process.threads:
             continue
-        key: object = ("node", process.info.node)
+        key: object = "capture"  # no engine core above: ranks may span nodes (Ray, multi-node)
         parent = process.info.ppid
         seen = set()
         while parent in by_pid and parent not in seen:
@@ -110,7 +111,7 @@ def _groups(processes: Sequence[ProcessReport]) -> list[list[ProcessReport]]:
                 break
             parent = by_pid[parent].info.ppid
         groups.setdefault(key, []).append(process)
-    return [members for members in groups.values() if len(members) >= 1]
+    return list(groups.values())
 
 
 def _picture(members: list[ProcessReport]) -> Picture | None:
