@@ -12,7 +12,7 @@ import pytest
 from engdiag.analysis.verdict import Kind
 from engdiag.roles import Ranks, Role
 from engdiag.snapshot.assess import ProcessSamples, assess
-from engdiag.snapshot.frames import categorize, collective_op, waits_on_workers
+from engdiag.snapshot.frames import categorize, collective_op, waits_for_work, waits_on_workers
 from engdiag.snapshot.model import Category, CpuTimes, DumpResult, Frame, ProcessInfo, ThreadSample
 
 SITE = "/usr/lib/python3/site-packages/"
@@ -141,3 +141,21 @@ def test_cpu_advancing_under_an_unchanged_frame_is_busy_not_stuck():
     thread, = reports[0].threads
     assert thread.motion.value == "moving" and "CPU" in thread.progress
     assert verdict.kind is Kind.SLOW
+
+
+def test_older_waits_from_the_source_notes():
+    # 0.33+: the DP wave sync is a gloo CPU all-reduce in vllm/distributed/utils.py under sync_dp_state
+    dp = (f("cpu_all_reduce_", "vllm/distributed/utils.py", 900, "recv_work.wait(timeout)"),
+          f("ParallelConfig.sync_dp_state", "vllm/config/parallel.py", 700),
+          f("DPEngineCoreProc._has_global_unfinished_reqs", "vllm/v1/engine/core.py", 2760))
+    assert categorize(dp)[0] is Category.COLLECTIVE and collective_op(dp) == ("all_reduce", "DP")
+    # 0.6.3 V0 TP worker idle: broadcast_object → dequeue → acquire_read spinning in time.sleep
+    v0 = (f("acquire_read", SHM, 380, "time.sleep(RINGBUFFER_SLEEP_INTERVAL)"),
+          f("dequeue", SHM, 420), f("broadcast_object", SHM, 450),
+          f("GroupCoordinator.broadcast_object", "vllm/distributed/parallel_state.py", 420),
+          f("_run_worker_process", "vllm/executor/multiproc_worker_utils.py", 230))
+    category, _ = categorize(v0)
+    assert category is Category.SHM_WAIT and waits_for_work(category, v0)
+    # V0 MQLLMEngine idle: a bare Cython poll on its input socket
+    assert categorize((f("MQLLMEngine.run_engine_loop", "vllm/engine/multiprocessing/engine.py", 250,
+                         "while self.input_socket.poll(timeout=POLLING_TIMEOUT_MS) == 0:"),))[0] is Category.IO_POLL

@@ -60,7 +60,7 @@ _TORCH_COLLECTIVES = (
 _VLLM_GROUP_OPS = (
     r"^(\w+\.)?_?(all_reduce|all_gather|reduce_scatter|gather|broadcast|broadcast_tensor_dict|broadcast_object|"
     r"broadcast_object_list|send|recv|send_tensor_dict|recv_tensor_dict|send_object|recv_object|barrier|"
-    r"all_to_all|dispatch|combine)\w*$"
+    r"all_to_all|dispatch|combine|cpu_all_reduce)\w*$"
 )
 JOIN_WHY = "waiting for a thread to finish (join)"
 LOCK_WHY = "a lock acquire"
@@ -94,10 +94,12 @@ RULES: tuple[Rule, ...] = (
     Rule(Category.COLLECTIVE, "torch.distributed collective", file="torch/distributed/distributed_c10d.py",
          func=_f(_TORCH_COLLECTIVES)),
     Rule(Category.COLLECTIVE, "torch functional collective", file="torch/distributed/_functional_collectives.py"),
-    Rule(Category.COLLECTIVE, "DP all-reduce (dp_utils)", file="vllm/v1/worker/dp_utils.py",
-         func=_f(r"^(\w+\.)?(_run_ar|_synchronize_dp_ranks|coordinate_batch_across_dp)$")),
-    Rule(Category.COLLECTIVE, "StatelessProcessGroup store wait", file="vllm/distributed/utils.py",
-         func=_f(r"^(\w+\.)?(barrier|recv_obj|broadcast_obj|all_gather_obj|recv|broadcast|all_reduce)$")),
+    *(Rule(Category.COLLECTIVE, "DP all-reduce (dp_utils)", file=f,
+           func=_f(r"^(\w+\.)?(_run_ar|_synchronize_dp_ranks|coordinate_batch_across_dp|sync_cudagraph_and_dp_padding|"
+                   r"get_batch_metadata_across_dp|dispatch_cg_and_sync_dp)$"))
+      for f in ("vllm/v1/worker/dp_utils.py", "vllm/v1/worker/gpu/dp_utils.py")),
+    Rule(Category.COLLECTIVE, "StatelessProcessGroup store wait / CPU all-reduce", file="vllm/distributed/utils.py",
+         func=_f(r"^(\w+\.)?(barrier|recv_obj|broadcast_obj|all_gather_obj|recv|broadcast|all_reduce|cpu_all_reduce_)$")),
     # vLLM's shared-memory message queue between the engine core and its workers
     Rule(Category.SHM_WAIT, "shared-memory queue wait", file="vllm/distributed/device_communicators/shm_broadcast.py",
          func=_f(r"^(\w+\.)?(acquire_read|acquire_write|dequeue|enqueue|broadcast_object|spin|wait_until_ready|"
@@ -191,9 +193,10 @@ def waits_on_workers(frames: tuple[Frame, ...]) -> bool:
     return any(file in f.filename and func.search(f.name) for file, func in _WAITS_ON_WORKERS for f in frames)
 
 
-_OP_WORD = _f(r"^(all_reduce|all_gather\w*|_?all_gather_base|reduce_scatter\w*|broadcast\w*|barrier|monitored_barrier|"
+_OP_WORD = _f(r"^(cpu_all_reduce_?|all_reduce|all_gather\w*|_?all_gather_base|reduce_scatter\w*|broadcast\w*|barrier|monitored_barrier|"
               r"send\w*|recv\w*|isend|irecv|gather|scatter|all_to_all\w*|batch_isend_irecv|wait_tensor|dispatch|combine|"
               r"reduce|_run_ar|coordinate_batch_across_dp)$")
+_DP_SYNC = _f(r"_has_global_unfinished_reqs|has_unfinished_dp|sync_dp_state|num_tokens_across_dp|get_dp_padding")
 _RECEIVE = _f(r"^i?recv")
 _SEND = _f(r"^i?send")
 _COLLECTIVE_RULES = tuple(rule for rule in _SPECIFIC if rule.category is Category.COLLECTIVE)
@@ -206,10 +209,11 @@ def collective_op(frames: tuple[Frame, ...]) -> tuple[str, str | None] | None:
         return None
     names = [f.name.rsplit(".", 1)[-1].lstrip("_") for f in hits]
     op = next((n for n in names if _OP_WORD.match(n)), names[0])
+    op = op.removeprefix("cpu_").rstrip("_")
     if op in ("run_ar", "coordinate_batch_across_dp"):
         op = "all_reduce"
     group = None
-    if any("vllm/v1/worker/dp_utils.py" in f.filename for f in frames):
+    if any(_DP_SYNC.search(f.name) or f.filename.endswith("dp_utils.py") for f in frames):
         group = "DP"
     elif any("vllm/distributed/utils.py" in f.filename for f in hits):
         group = "StatelessProcessGroup"
@@ -250,4 +254,7 @@ def is_join(thread_reason: str) -> bool:
 
 def waits_for_work(category: Category, frames: tuple[Frame, ...]) -> bool:
     """A worker's busy loop blocked reading the next broadcast: idle unless the engine core waits on it."""
-    return category is Category.SHM_WAIT and any("worker_busy_loop" in f.name or "worker_main" in f.name for f in frames)
+    return category is Category.SHM_WAIT and any(_WORK_LOOP.search(f.name) for f in frames)
+
+
+_WORK_LOOP = _f(r"worker_busy_loop|worker_main|_run_worker_process|start_worker_execution_loop")
