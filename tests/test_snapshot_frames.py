@@ -131,7 +131,7 @@ def test_assess_judges_a_capture_built_without_py_spy_across_nodes():
     asleep = (f("execute_model", "worker.py", 10, "time.sleep(600)"),)
     reports, verdict = assess([_rank(11, 0, "node-a", waiting), _rank(12, 1, "node-b", asleep)])
     assert verdict.kind is Kind.DEADLOCKED
-    assert "TP1 (pid 12 on node-b) never joined the all_reduce that TP0 wait in" in verdict.headline
+    assert "TP1 (pid 12 on node-b) never joined the all_reduce that TP0 waits in" in verdict.headline
     assert [r.info.node for r in reports] == ["node-a", "node-b"]
 
 

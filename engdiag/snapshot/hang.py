@@ -49,8 +49,9 @@ def _headline(picture: Picture, core_waiting: bool) -> str:
     ops = picture.ops
     if picture.kind == "missing":
         op, ranks = ops[0]
+        verb = "waits" if len(ranks) == 1 else "wait"
         return (f"deadlocked: {_names(picture.culprits)} never joined the {_op_text(op, ranks)} that "
-                f"{_labels(ranks)} wait in — it is {_doing(picture.culprits[0])}")
+                f"{_labels(ranks)} {verb} in — it is {_doing(picture.culprits[0])}")
     if picture.kind == "diverged":
         parts = "; ".join(f"{_labels(ranks)} in {_op_text(op, ranks)}" for op, ranks in ops)
         return f"deadlocked: ranks diverged — {parts}"
