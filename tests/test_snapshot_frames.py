@@ -159,3 +159,16 @@ def test_older_waits_from_the_source_notes():
     # V0 MQLLMEngine idle: a bare Cython poll on its input socket
     assert categorize((f("MQLLMEngine.run_engine_loop", "vllm/engine/multiprocessing/engine.py", 250,
                          "while self.input_socket.poll(timeout=POLLING_TIMEOUT_MS) == 0:"),))[0] is Category.IO_POLL
+
+
+def test_a_spin_loop_inside_a_wait_is_not_progress():
+    # 0.34's executor spinning in spin_until_readable: the line changes, the wait does not end
+    def sample(line: int) -> ThreadSample:
+        stack = (f("MessageQueue.spin_until_readable", SHM, line, "sched_yield()"),) + CORE_WAIT
+        return ThreadSample(1, 7, "MainThread", True, True, stack)
+
+    dumps = tuple(DumpResult(threads=(sample(line),)) for line in (913, 917, 915))
+    info = ProcessInfo(pid=5, ppid=None, name="python", cmdline=("VLLM::EngineCore",), state="R", started=None,
+                       python=True, title_role=Role.ENGINE_CORE)
+    reports, _ = assess([ProcessSamples(info, dumps)])
+    assert reports[0].threads[0].motion.value == "stuck"

@@ -154,14 +154,20 @@ _GENERIC = tuple(rule for rule in RULES if rule.generic)
 
 def categorize(frames: tuple[Frame, ...]) -> tuple[Category, str]:
     """Category of a stack and the frame that decided it (most specific rule, then innermost frame)."""
+    category, reason, _ = categorize_at(frames)
+    return category, reason
+
+
+def categorize_at(frames: tuple[Frame, ...]) -> tuple[Category, str, int | None]:
+    """``categorize`` plus the index of the deciding frame (None when no rule matched)."""
     for rules in (_SPECIFIC, _GENERIC):
-        for frame in frames:
+        for index, frame in enumerate(frames):
             for rule in rules:
                 if rule.matches(frame):
-                    return rule.category, f"{rule.why}: {frame.where}"
+                    return rule.category, f"{rule.why}: {frame.where}", index
     if not frames:
-        return Category.IDLE, "no Python frames (a native thread, or the interpreter between calls)"
-    return Category.UNKNOWN, f"no rule matched; innermost {frames[0].where}"
+        return Category.IDLE, "no Python frames (a native thread, or the interpreter between calls)", None
+    return Category.UNKNOWN, f"no rule matched; innermost {frames[0].where}", None
 
 
 _ROLE_FRAMES: tuple[tuple[Role, str, re.Pattern[str]], ...] = (

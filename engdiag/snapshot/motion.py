@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from engdiag.snapshot.frames import categorize
+from engdiag.snapshot.frames import categorize, categorize_at
 from engdiag.snapshot.model import BLOCKING, IDLE_POLLING, CpuTimes, Motion, ThreadReport, ThreadSample
 
 BUSY_CPU_SHARE = 0.2
@@ -27,7 +27,18 @@ ACTIVE_CPU_SHARE = 0.02
 """With py-spy saying ``active`` in every sample, this little CPU is enough to call it busy."""
 
 
-def _signature(sample: ThreadSample) -> tuple[tuple[str, str, int], ...]:
+def _signature(sample: ThreadSample) -> tuple[object, ...]:
+    """What must change for a thread to have moved.
+
+    Inside a blocking wait only the wait function and the frames outside it
+    count: a spin loop inside ``acquire_read`` or a zmq poll under it changes
+    lines without any progress.
+    """
+    category, _, index = categorize_at(sample.frames)
+    if category in BLOCKING and index is not None:
+        inside = sample.frames[index]
+        outer = tuple((f.name, f.filename, f.line) for f in sample.frames[index + 1:])
+        return (category, inside.name, inside.filename, *outer)
     return tuple((frame.name, frame.filename, frame.line) for frame in sample.frames)
 
 
