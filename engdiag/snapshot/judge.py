@@ -115,7 +115,9 @@ def _slow(captured: list[ProcessReport], nvml: NvmlState, options: SnapshotOptio
     confidence = 0.75 if moving else 0.45
     signs = sorted({(t.progress or "").split(":")[0] for _, t in moving if t.progress})
     how = f"progressing ({'; '.join(signs)})" if moving else "caught computing in a single sample"
-    who = ", ".join(dict.fromkeys(p.ranks.label() or p.role.value for p, _ in working))
+    who = ", ".join(dict.fromkeys(
+        p.ranks.label() or (p.role.value.replace("_", " ") if p.role is not Role.OTHER else f"pid {p.info.pid}")
+        for p, _ in working))
     what = f" ({'/'.join(kinds)})" if kinds else ""
     headline = f"slow: {len(working)} thread(s){what} in {who} {how} — alive, not stuck"
     found = tuple(evidence(p, t, EvidenceRole.ROOT_CAUSE, t.progress or "") for p, t in (moving or working)[:6])
