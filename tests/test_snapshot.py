@@ -127,6 +127,7 @@ def test_cli_writes_an_owner_only_bundle_and_prints_the_tree(spawn, tmp_path):
     assert result.returncode == 0, result.stderr
     assert out.lstrip().startswith("DEADLOCKED")
     assert "engine_core" in out and "worker TP1" in out and "stuck" in out
+    assert "Wait-for\nall in: all_reduce: TP0 (pid" in out
     assert f"bundle: {bundle}" in result.stderr.decode()
     assert stat.S_IMODE(bundle.stat().st_mode) == 0o600
     doc = json.loads(bundle.read_text())

@@ -10,6 +10,7 @@ from rich.tree import Tree
 from engdiag.render.human import evidence_table, heading, reasons, steps, verdict_line
 from engdiag.snapshot.capture import Snapshot
 from engdiag.snapshot.model import IDLE_POLLING, Motion, NvmlState, ProcessReport, ThreadReport
+from engdiag.snapshot.waitfor import Picture, pictures
 from engdiag.units import format_bytes
 
 _MOTION_STYLE = {Motion.STUCK: "bold red", Motion.MOVING: "green", Motion.WAITING: "dim", Motion.ONCE: "yellow"}
@@ -41,6 +42,8 @@ def _process_node(report: ProcessReport) -> Tree:
     label.append(f"  {' '.join(info.cmdline)[:70] or info.name}", style="dim")
     if report.pause_ms:
         label.append(f"  paused ≤ {max(report.pause_ms):.0f} ms/sample", style="dim")
+    if report.cpu_s is not None and report.wall_s:
+        label.append(f"  CPU {report.cpu_s:.2f} s in {report.wall_s:.1f} s", style="dim")
     node = Tree(label)
     if report.error:
         node.add(Text(f"not sampled: {report.error}", style="yellow"))
@@ -81,6 +84,17 @@ def _gpus(state: NvmlState) -> RenderableType:
     return Group(*parts)
 
 
+def _picture(picture: Picture) -> Text:
+    text = Text()
+    text.append(f"{picture.kind.replace('_', ' ')}: ", style="bold")
+    text.append("; ".join(f"{op}: {', '.join(s.name for s in ranks)}" for op, ranks in picture.ops))
+    if picture.culprits:
+        text.append("  ← not there: ", style="bold red")
+        text.append(", ".join(f"{s.name} {s.state}" for s in picture.culprits), style="red")
+    text.append(f"  (same op in every sample: {picture.consistency:.0%} of the waiting ranks)", style="dim")
+    return text
+
+
 def _pauses(snapshot: Snapshot) -> str:
     """The longest pause of any target per sample (``--native`` on torch processes makes it long)."""
     worst = max(((max(p.pause_ms), p.info.pid) for p in snapshot.processes if p.pause_ms), default=None)
@@ -101,6 +115,9 @@ def snapshot_view(snapshot: Snapshot) -> RenderableType:
     parts: list[RenderableType] = [verdict_line(verdict)]
     if verdict.evidence:
         parts += [heading("Evidence"), evidence_table(verdict)]
+    waits = pictures(snapshot.processes)
+    if waits:
+        parts += [heading("Wait-for")] + [_picture(picture) for picture in waits]
     parts += [heading("Processes"), root, heading("GPUs"), _gpus(snapshot.nvml)]
     if snapshot.xid.lines:
         parts += [heading("Kernel log (Xid)")] + [Text(line) for line in snapshot.xid.lines]
