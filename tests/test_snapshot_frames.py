@@ -172,3 +172,16 @@ def test_a_spin_loop_inside_a_wait_is_not_progress():
                        python=True, title_role=Role.ENGINE_CORE)
     reports, _ = assess([ProcessSamples(info, dumps)])
     assert reports[0].threads[0].motion.value == "stuck"
+
+
+def test_a_helper_thread_moving_beside_a_stuck_collective_does_not_hide_the_hang():
+    waiting = (f("all_reduce", "torch/distributed/distributed_c10d.py", 3252, "work.wait()"),)
+    rank0 = _rank(31, 0, "n", waiting)
+    helper = tuple(  # a background thread of rank 0 whose stack changes every sample
+        ThreadSample(2, 900, "metrics", True, False, (f("report", "metrics.py", 10 + i),)) for i in range(3))
+    rank0 = ProcessSamples(rank0.info, tuple(
+        DumpResult(threads=dump.threads + (helper[i],), cpu=dump.cpu) for i, dump in enumerate(rank0.results)),
+        role=rank0.role, ranks=rank0.ranks)
+    asleep = (f("execute_model", "worker.py", 10, "time.sleep(600)"),)
+    _, verdict = assess([rank0, _rank(32, 1, "n", asleep)])
+    assert verdict.kind is Kind.DEADLOCKED and "TP1 (pid 32 on n) never joined" in verdict.headline

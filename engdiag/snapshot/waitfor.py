@@ -75,6 +75,9 @@ def rank_state(process: ProcessReport) -> RankState:
     threads = process.threads
     collective = [t for t in threads if t.category is Category.COLLECTIVE]
     progressing = [t for t in threads if _progressing(t)]
+    if any(t.motion is Motion.STUCK for t in collective):
+        # a helper thread moving beside a stuck collective does not make the rank progress
+        progressing = [t for t in progressing if t.category is not Category.UNKNOWN]
     if progressing:
         return RankState(process, progressing[0], "progressing")
     if collective:
