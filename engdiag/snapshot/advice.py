@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from engdiag.analysis.verdict import Evidence, Kind, Role as EvidenceRole, Step
+from engdiag.analysis.verdict import Evidence, Kind, Step
+from engdiag.analysis.verdict import Role as EvidenceRole
 from engdiag.snapshot.model import NvmlState, ProcessReport, SnapshotOptions, ThreadReport
 
 

@@ -12,10 +12,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
-
-from dataclasses import replace
 
 from engdiag.analysis.verdict import Verdict
 from engdiag.errors import CaptureUnavailable, PermissionDenied, TargetGone, UsageError
@@ -24,7 +22,6 @@ from engdiag.snapshot.assess import ProcessSamples, assess, report
 from engdiag.snapshot.model import (
     DumpResult,
     NvmlState,
-    ProcessInfo,
     ProcessReport,
     SnapshotOptions,
     XidRecord,

@@ -10,7 +10,8 @@ the root cause, and a thread joining them is a consequence.
 
 from __future__ import annotations
 
-from engdiag.analysis.verdict import Evidence, Kind, Role as EvidenceRole, Verdict
+from engdiag.analysis.verdict import Evidence, Kind, Verdict
+from engdiag.analysis.verdict import Role as EvidenceRole
 from engdiag.roles import Role
 from engdiag.snapshot.advice import busy_gpus, evidence, steps
 from engdiag.snapshot.frames import is_join, lock_wanted, waits_on_workers

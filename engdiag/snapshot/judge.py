@@ -18,7 +18,8 @@ Rules, first match wins:
 
 from __future__ import annotations
 
-from engdiag.analysis.verdict import Kind, MemoryKind, Role as EvidenceRole, Verdict
+from engdiag.analysis.verdict import Kind, MemoryKind, Verdict
+from engdiag.analysis.verdict import Role as EvidenceRole
 from engdiag.roles import Role
 from engdiag.snapshot.advice import busy_gpus, evidence, steps
 from engdiag.snapshot.frames import is_join, waits_for_work

@@ -29,7 +29,7 @@ def take_second_then_first() -> None:
 
 
 if "spin" in sys.argv[2:] and os.fork() == 0:
-    while True: pass  # noqa: E701 - one line, so the frame never changes while the CPU time does
+    while True: pass  # one line: the frame never changes while the CPU time does
 threads = [threading.Thread(target=f, name=f.__name__) for f in (take_first_then_second, take_second_then_first)]
 for thread in threads:
     thread.start()

@@ -88,9 +88,10 @@ def worker(ready_file: str, scenario: str, rank: int, world: int, work_queue) ->
         signal()
         work_queue.get()  # several consumers of one queue: one reads, the others wait on its lock
         return
+    from datetime import timedelta
+
     import torch
     import torch.distributed as dist
-    from datetime import timedelta
 
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"file://{ready_file}.store", rank=rank, world_size=world,
