@@ -185,3 +185,22 @@ def test_a_helper_thread_moving_beside_a_stuck_collective_does_not_hide_the_hang
     asleep = (f("execute_model", "worker.py", 10, "time.sleep(600)"),)
     _, verdict = assess([rank0, _rank(32, 1, "n", asleep)])
     assert verdict.kind is Kind.DEADLOCKED and "TP1 (pid 32 on n) never joined" in verdict.headline
+
+
+def _core(pid: int, dp: int, stack: tuple[Frame, ...]) -> ProcessSamples:
+    info = ProcessInfo(pid=pid, ppid=1, name="python", cmdline=(f"VLLM::EngineCore_DP{dp}",), state="S",
+                       started=None, python=True, title_role=Role.ENGINE_CORE)
+    dumps = tuple(DumpResult(threads=(ThreadSample(1, pid, "MainThread", False, False, stack),)) for _ in range(3))
+    return ProcessSamples(info, dumps)
+
+
+def test_a_dp_engine_core_that_never_joins_the_wave_sync_is_named():
+    syncing = (f("all_reduce", "torch/distributed/distributed_c10d.py", 3252, "work.wait()"),
+               f("ParallelConfig.has_unfinished_dp", "vllm/config/parallel.py", 400),
+               f("DPEngineCoreProc._has_global_unfinished_reqs", "vllm/v1/engine/core.py", 1100))
+    idle = (f("Condition.wait", "threading.py", 327, "waiter.acquire()"),
+            f("Queue.get", "queue.py", 171, "self.not_empty.wait()"),
+            f("EngineCoreProc._process_input_queue", "vllm/v1/engine/core.py", 739, "req = self.input_queue.get()"))
+    _, verdict = assess([_core(41, 0, syncing), _core(42, 1, idle)])
+    assert verdict.kind is Kind.DEADLOCKED
+    assert "DP1 (pid 42) never joined the all_reduce (DP group) that DP0 waits in" in verdict.headline

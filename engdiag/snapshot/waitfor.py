@@ -2,7 +2,9 @@
 
 Workers are grouped by the engine core above them (one group per DP replica
 of a tree); workers with none above them (a multi-node capture, Ray actors)
-form one group across nodes.
+form one group across nodes; the engine cores form one more group (the DP
+wave sync is an all-reduce between engine cores), where a core whose workers
+are stepping counts as progressing.
 In each group every rank gets one state from its threads: in a collective
 (which op, which group where the frames show it), progressing, blocked
 elsewhere, or idle.  Then, when no rank of the group progresses:
@@ -98,27 +100,37 @@ def rank_state(process: ProcessReport) -> RankState:
     return RankState(process, main, "unknown")
 
 
-def _groups(processes: Sequence[ProcessReport]) -> list[list[ProcessReport]]:
-    by_pid = {p.info.pid: p for p in processes}
-    groups: dict[object, list[ProcessReport]] = {}
-    for process in processes:
-        if process.role is not Role.WORKER or not process.threads:
-            continue
-        key: object = "capture"  # no engine core above: ranks may span nodes (Ray, multi-node)
-        parent = process.info.ppid
-        seen = set()
-        while parent in by_pid and parent not in seen:
-            seen.add(parent)
-            if by_pid[parent].role is Role.ENGINE_CORE:
-                key = ("core", parent)
-                break
-            parent = by_pid[parent].info.ppid
-        groups.setdefault(key, []).append(process)
-    return list(groups.values())
+def _core_of(process: ProcessReport, by_pid: dict[int, ProcessReport]) -> int | None:
+    """The pid of the nearest engine core above a process, if any."""
+    parent, seen = process.info.ppid, set()
+    while parent in by_pid and parent not in seen:
+        seen.add(parent)
+        if by_pid[parent].role is Role.ENGINE_CORE:
+            return parent
+        parent = by_pid[parent].info.ppid
+    return None
 
 
-def _picture(members: list[ProcessReport]) -> Picture | None:
-    states = [rank_state(p) for p in members]
+def _groups(processes: Sequence[ProcessReport]) -> list[list[RankState]]:
+    """Ranks grouped as they meet in collectives: each core's workers; the engine cores (DP sync)."""
+    by_pid = {p.info.pid: p for p in processes if p.threads}
+    workers: dict[object, list[RankState]] = {}
+    for process in by_pid.values():
+        if process.role is Role.WORKER:
+            core = _core_of(process, by_pid)
+            key = ("core", core) if core is not None else "capture"  # no core above: ranks may span nodes
+            workers.setdefault(key, []).append(rank_state(process))
+    cores = []
+    for process in by_pid.values():
+        if process.role is Role.ENGINE_CORE:
+            state = rank_state(process)
+            if any(s.state == "progressing" for s in workers.get(("core", process.info.pid), [])):
+                state = RankState(process, state.thread, "progressing")  # its workers are stepping
+            cores.append(state)
+    return list(workers.values()) + ([cores] if cores else [])
+
+
+def _picture(states: list[RankState]) -> Picture | None:
     if any(s.state == "progressing" for s in states):
         return None
     inside = [s for s in states if s.state == "collective"]
