@@ -204,3 +204,13 @@ def test_a_dp_engine_core_that_never_joins_the_wave_sync_is_named():
     _, verdict = assess([_core(41, 0, syncing), _core(42, 1, idle)])
     assert verdict.kind is Kind.DEADLOCKED
     assert "DP1 (pid 42) never joined the all_reduce (DP group) that DP0 waits in" in verdict.headline
+
+
+def test_help_warns_that_native_is_slow_on_torch_processes():
+    from tests.conftest import run_engdiag
+
+    result = run_engdiag("snapshot", "--help", env={"COLUMNS": "200"})
+    text = " ".join(result.stdout.decode().split())
+    assert result.returncode == 0
+    assert "Slow on torch processes" in text and "0.35-1.45 s" in text
+    assert "1-100" in text  # the sample bound
