@@ -26,15 +26,23 @@ def by_role(snapshot, role):
     return [p for p in snapshot.processes if p.role.value == role]
 
 
-def test_two_threads_deadlocked_on_two_locks(spawn):
-    target = spawn("deadlock.py")
+def test_a_lock_cycle_names_its_threads_and_lines_and_a_spinning_child_is_busy(spawn):
+    target = spawn("deadlock.py", "spin")
     snapshot = take_snapshot(target.pid, FAST)
-    threads = {t.name: t for p in snapshot.processes for t in p.threads}
+    parent, child = snapshot.processes
+    threads = {t.name: t for t in parent.threads}
     for name in ("take_first_then_second", "take_second_then_first"):
         assert threads[name].motion is Motion.STUCK
         assert threads[name].category is Category.LOCK_WAIT
-    assert snapshot.verdict.kind.value == "deadlocked"
-    assert "locks" in snapshot.verdict.headline
+    verdict = snapshot.verdict
+    assert verdict.kind.value == "deadlocked" and "lock cycle" in verdict.headline
+    assert "take_first_then_second blocks on `with second:`" in verdict.headline
+    assert "take_second_then_first blocks on `with first:`" in verdict.headline
+    roles = {e.text.split(":")[0]: e.role.value for e in verdict.evidence}
+    assert roles["take_first_then_second"] == roles["take_second_then_first"] == "root cause"
+    assert roles["MainThread"] == "consequence"  # joining the cycle's threads
+    spinner, = child.threads
+    assert spinner.motion is Motion.MOVING and "CPU" in (spinner.progress or "")
 
 
 def test_engine_tree_with_workers_stuck_in_a_collective(spawn):
@@ -119,6 +127,7 @@ def test_cli_writes_an_owner_only_bundle_and_prints_the_tree(spawn, tmp_path):
     assert result.returncode == 0, result.stderr
     assert out.lstrip().startswith("DEADLOCKED")
     assert "engine_core" in out and "worker TP1" in out and "stuck" in out
+    assert "Wait-for\nall in: all_reduce: TP0 (pid" in out
     assert f"bundle: {bundle}" in result.stderr.decode()
     assert stat.S_IMODE(bundle.stat().st_mode) == 0o600
     doc = json.loads(bundle.read_text())
@@ -218,3 +227,20 @@ def test_engdiag_never_samples_itself_or_its_py_spy():
     )
     assert result.returncode == ExitCode.TARGET_GONE
     assert b"no Python process in the tree" in result.stderr or b"engdiag itself" in result.stderr
+
+
+def test_too_many_samples_are_refused_before_touching_the_target(spawn):
+    target = spawn("busy.py")
+    result = run_engdiag("snapshot", str(target.pid), "--samples", "1000000", "--interval", "0")
+    assert result.returncode == ExitCode.USAGE
+    err = result.stderr.decode()
+    assert "--samples 1000000 is too many: at most 100" in err.splitlines()[0] and "Traceback" not in err
+
+
+def test_a_long_capture_shows_its_progress_on_stderr(spawn):
+    target = spawn("engine_tree.py", "idle", "1", "vllm", "serve")
+    result = run_engdiag("snapshot", str(target.pid), "--samples", "10", "--interval", "0", "--no-bundle")
+    assert result.returncode == 0, result.stderr
+    lines = [line for line in result.stderr.decode().splitlines() if line.startswith("engdiag: sample ")]
+    assert lines[0].startswith("engdiag: sample 1/10") and lines[-1].startswith("engdiag: sample 10/10")
+    assert "longest pause per target" in result.stdout.decode()

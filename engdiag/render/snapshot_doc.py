@@ -8,6 +8,7 @@ from typing import Any
 from engdiag.render.common import envelope, verdict_doc
 from engdiag.snapshot.capture import Snapshot
 from engdiag.snapshot.model import Frame, NvmlState, ProcessReport, ThreadReport
+from engdiag.snapshot.waitfor import Picture, RankState, pictures
 
 
 def _frame(frame: Frame) -> dict[str, Any]:
@@ -35,6 +36,8 @@ def _thread(thread: ThreadReport) -> dict[str, Any]:
         "active": thread.active,
         "owns_gil": thread.gil,
         "reason": thread.reason,
+        "progress": thread.progress,
+        "cpu_s": thread.cpu_s,
         "frames": [_frame(frame) for frame in thread.frames],
     }
 
@@ -55,6 +58,9 @@ def _process(report: ProcessReport) -> dict[str, Any]:
         "samples": report.samples,
         "pause_ms": list(report.pause_ms),
         "resumed_by_engdiag": report.resumed,
+        "node": info.node,
+        "cpu_s": report.cpu_s,
+        "wall_s": report.wall_s,
         "error": report.error,
         "error_kind": report.error_kind,
         "threads": [_thread(thread) for thread in report.threads],
@@ -78,6 +84,22 @@ def _nvml(state: NvmlState) -> dict[str, Any]:
     }
 
 
+def _rank(state: RankState) -> dict[str, Any]:
+    return {"pid": state.process.info.pid, "ranks": state.process.ranks.label() or None, "state": state.state,
+            "op": state.op, "group": state.group, "same_op_every_sample": state.consistent,
+            "thread": state.thread.name if state.thread else None}
+
+
+def _picture(picture: Picture) -> dict[str, Any]:
+    return {
+        "kind": picture.kind,
+        "ops": {op: [s.process.info.pid for s in ranks] for op, ranks in picture.ops},
+        "waiting": [_rank(s) for s in picture.waiting],
+        "culprits": [_rank(s) for s in picture.culprits],
+        "consistency": round(picture.consistency, 2),
+    }
+
+
 def snapshot_doc(snapshot: Snapshot) -> dict[str, Any]:
     """The whole document."""
     doc = envelope("engdiag.snapshot", snapshot.started_at)
@@ -92,10 +114,12 @@ def snapshot_doc(snapshot: Snapshot) -> dict[str, Any]:
             "locals": options.locals,
             "seconds": round(snapshot.seconds, 3),
             "sample_seconds": [round(s, 3) for s in snapshot.sample_seconds],
+            "max_pause_ms": max((max(p.pause_ms) for p in snapshot.processes if p.pause_ms), default=None),
             "py_spy": snapshot.pyspy,
             "py_spy_version": snapshot.pyspy_version,
         },
         "verdict": verdict_doc(snapshot.verdict),
+        "wait_for": [_picture(picture) for picture in pictures(snapshot.processes)],
         "processes": [_process(report) for report in snapshot.processes],
         "nvml": _nvml(snapshot.nvml),
         "xid": {"available": snapshot.xid.available, "reason": snapshot.xid.reason, "lines": list(snapshot.xid.lines)},

@@ -10,6 +10,7 @@ from rich.tree import Tree
 from engdiag.render.human import clip, evidence_table, heading, reasons, steps, verdict_line
 from engdiag.snapshot.capture import Snapshot
 from engdiag.snapshot.model import IDLE_POLLING, Motion, NvmlState, ProcessReport, ThreadReport
+from engdiag.snapshot.waitfor import Picture, pictures
 from engdiag.units import format_bytes
 
 _MOTION_STYLE = {Motion.STUCK: "bold red", Motion.MOVING: "green", Motion.WAITING: "dim", Motion.ONCE: "yellow"}
@@ -23,6 +24,8 @@ def _thread_line(thread: ThreadReport) -> Text:
     text.append(f" {clip(thread.name) if thread.name else thread.thread_id}", style="bold")
     if thread.gil:
         text.append(" [GIL]", style="dim")
+    if thread.progress:
+        text.append(f"  ({thread.progress})", style="green")
     for index, frame in enumerate(thread.frames[:3]):
         text.append(f"\n    {frame.where}", style="dim" if thread.category in IDLE_POLLING else "")
         if frame.code and index == 0:
@@ -39,6 +42,8 @@ def _process_node(report: ProcessReport) -> Tree:
     label.append(f"  {clip(' '.join(info.cmdline), 70) or clip(info.name)}", style="dim")
     if report.pause_ms:
         label.append(f"  paused ≤ {max(report.pause_ms):.0f} ms/sample", style="dim")
+    if report.cpu_s is not None and report.wall_s:
+        label.append(f"  CPU {report.cpu_s:.2f} s in {report.wall_s:.1f} s", style="dim")
     node = Tree(label)
     if report.error:
         node.add(Text(f"not sampled: {report.error}", style="yellow"))
@@ -79,16 +84,40 @@ def _gpus(state: NvmlState) -> RenderableType:
     return Group(*parts)
 
 
+def _picture(picture: Picture) -> Text:
+    text = Text()
+    text.append(f"{picture.kind.replace('_', ' ')}: ", style="bold")
+    text.append("; ".join(f"{op}: {', '.join(s.name for s in ranks)}" for op, ranks in picture.ops))
+    if picture.culprits:
+        text.append("  ← not there: ", style="bold red")
+        text.append(", ".join(f"{s.name} {s.state}" for s in picture.culprits), style="red")
+    text.append(f"  (same op in every sample: {picture.consistency:.0%} of the waiting ranks)", style="dim")
+    return text
+
+
+def _pauses(snapshot: Snapshot) -> str:
+    """The longest pause of any target per sample (``--native`` on torch processes makes it long)."""
+    worst = max(((max(p.pause_ms), p.info.pid) for p in snapshot.processes if p.pause_ms), default=None)
+    if worst is None:
+        return ""
+    native = ", native frames" if snapshot.options.native else ""
+    return f"; longest pause per target {worst[0]:.0f} ms (pid {worst[1]}{native})"
+
+
 def snapshot_view(snapshot: Snapshot) -> RenderableType:
     """Verdict first, then the process tree, GPUs, reasons and next steps."""
     verdict = snapshot.verdict
     root = Tree(Text(f"tree of pid {snapshot.root_pid}: {len(snapshot.processes)} process(es), "
-                     f"{snapshot.options.samples} sample(s) {snapshot.options.interval_s:g} s apart", style="bold"))
+                     f"{snapshot.options.samples} sample(s) {snapshot.options.interval_s:g} s apart"
+                     f"{_pauses(snapshot)}", style="bold"))
     for report in snapshot.processes:
         root.add(_process_node(report))
     parts: list[RenderableType] = [verdict_line(verdict)]
     if verdict.evidence:
         parts += [heading("Evidence"), evidence_table(verdict)]
+    waits = pictures(snapshot.processes)
+    if waits:
+        parts += [heading("Wait-for")] + [_picture(picture) for picture in waits]
     parts += [heading("Processes"), root, heading("GPUs"), _gpus(snapshot.nvml)]
     if snapshot.xid.lines:
         parts += [heading("Kernel log (Xid)")] + [Text(line) for line in snapshot.xid.lines]

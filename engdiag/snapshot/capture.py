@@ -12,26 +12,24 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 
 from engdiag.analysis.verdict import Verdict
 from engdiag.errors import CaptureUnavailable, PermissionDenied, TargetGone, UsageError
-from engdiag.roles import Ranks, Role, ranks_of
 from engdiag.snapshot import kmsg, nvml, pyspy, tree
-from engdiag.snapshot.frames import role_from_stacks
-from engdiag.snapshot.judge import judge
+from engdiag.snapshot.assess import ProcessSamples, assess, report
 from engdiag.snapshot.model import (
     DumpResult,
     NvmlState,
-    ProcessInfo,
     ProcessReport,
     SnapshotOptions,
     XidRecord,
 )
-from engdiag.snapshot.motion import threads_across
 
 MAX_PARALLEL = 32
+MAX_SAMPLES = 100
+"""Each sample pauses every process of the tree; past this a capture is a profiler's job (py-spy record)."""
 
 Progress = Callable[[int, int], None]
 """Called with (sample number, samples) as sampling proceeds."""
@@ -55,32 +53,6 @@ class Snapshot:
     """Wall time of each parallel sample of the whole tree."""
 
 
-def _role(info: ProcessInfo, results: list[DumpResult]) -> tuple[Role, Ranks]:
-    role = info.title_role
-    if role is Role.OTHER:
-        role = role_from_stacks([t.frames for r in results for t in r.threads]) or Role.OTHER
-    return role, ranks_of(info.title)
-
-
-def _report(info: ProcessInfo, results: list[DumpResult]) -> ProcessReport:
-    role, ranks = _role(info, results)
-    if info.skip_reason is not None:
-        return ProcessReport(info, role, ranks, error=info.skip_reason, error_kind="skipped")
-    good = [r for r in results if r.error is None]
-    failed = next((r for r in reversed(results) if r.error is not None), None)
-    return ProcessReport(
-        info=info,
-        role=role,
-        ranks=ranks,
-        threads=threads_across([r.threads for r in good]),
-        error=failed.error if failed is not None and not good else None,
-        error_kind=failed.kind if failed is not None and not good else None,
-        samples=len(good),
-        pause_ms=tuple(round(r.seconds * 1000, 1) for r in results if r.error is None),
-        resumed=any(r.resumed for r in results),
-    )
-
-
 def _no_capture(reports: list[ProcessReport], pid: int) -> None:
     """Raise the error that explains why nothing could be read."""
     kinds = {r.error_kind for r in reports if r.info.skip_reason is None}
@@ -98,6 +70,12 @@ def _no_capture(reports: list[ProcessReport], pid: int) -> None:
     raise CaptureUnavailable(f"no process of pid {pid}'s tree could be sampled: {first}")
 
 
+def _sample(dumper: pyspy.Dumper, pid: int) -> DumpResult:
+    """One dump, with the CPU times read just before it."""
+    cpu = tree.cpu_times(pid)
+    return replace(dumper.dump(pid), cpu=cpu)
+
+
 def take_snapshot(
     pid: int,
     options: SnapshotOptions = SnapshotOptions(),
@@ -113,6 +91,11 @@ def take_snapshot(
         )
     if options.samples < 1 or options.interval_s < 0 or options.dump_timeout_s <= 0:
         raise UsageError("--samples must be at least 1, --interval not negative, --timeout positive")
+    if options.samples > MAX_SAMPLES:
+        raise UsageError(
+            f"--samples {options.samples} is too many: at most {MAX_SAMPLES} (each sample pauses every process of the tree)",
+            hint="a few samples tell stuck from moving (--samples 5 --interval 2); for a profile use `py-spy record`",
+        )
     started_at = datetime.now(timezone.utc)
     started = time.monotonic()
     infos = tree.walk(pid)
@@ -126,7 +109,7 @@ def take_snapshot(
             for number in range(options.samples):
                 began = time.monotonic()
                 live = [t for t in targets if not results[t.pid] or results[t.pid][-1].kind not in ("gone", "not_python")]
-                for info, result in zip(live, pool.map(lambda t: dumper.dump(t.pid), live), strict=True):
+                for info, result in zip(live, pool.map(lambda t: _sample(dumper, t.pid), live), strict=True):
                     results[info.pid].append(result)
                 sample_seconds.append(time.monotonic() - began)
                 if progress is not None:
@@ -136,10 +119,11 @@ def take_snapshot(
         finally:
             for info in targets:
                 tree.resume_if_stopped(info.pid)
-    reports = [_report(info, results[info.pid]) for info in infos]
-    if not any(report.threads for report in reports):
-        _no_capture(reports, pid)
+    captured = [ProcessSamples(info, tuple(results[info.pid])) for info in infos]
+    if not any(report(c).threads for c in captured):
+        _no_capture([report(c) for c in captured], pid)
     gpu = nvml.query({info.pid for info in infos})
+    reports, verdict = assess(captured, gpu, options)
     return Snapshot(
         root_pid=pid,
         options=options,
@@ -147,9 +131,9 @@ def take_snapshot(
         seconds=time.monotonic() - started,
         pyspy=binary,
         pyspy_version=pyspy.version(binary),
-        processes=tuple(reports),
+        processes=reports,
         nvml=gpu,
         xid=kmsg.read_xid(),
-        verdict=judge(reports, gpu, options),
+        verdict=verdict,
         sample_seconds=tuple(sample_seconds),
     )

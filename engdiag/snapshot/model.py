@@ -1,4 +1,9 @@
-"""The vocabulary of ``snapshot``: processes, threads, frames, samples and what they mean."""
+"""The vocabulary of ``snapshot``: processes, threads, frames, samples and what they mean.
+
+Everything here is plain data, so a capture from elsewhere (Ray's dashboard, a
+bundle) can be built into the same shapes and judged by the same pure code
+(``engdiag.snapshot.assess``).
+"""
 
 from __future__ import annotations
 
@@ -36,9 +41,9 @@ class Motion(str, Enum):
     """How a thread's stack behaved across samples."""
 
     STUCK = "stuck"
-    """Identical in every sample and not idle-polling."""
+    """Identical in every sample, not idle-polling, and no sign of work (CPU, native code)."""
     MOVING = "moving"
-    """Changed between samples."""
+    """Changed between samples, or busy: CPU time advancing / running native code outside a wait."""
     WAITING = "waiting"
     """Identical, but idle-polling for work."""
     ONCE = "once"
@@ -80,6 +85,17 @@ class ThreadSample:
 
 
 @dataclass(frozen=True, slots=True)
+class CpuTimes:
+    """CPU seconds (user + system) of a process and of each of its threads at one moment."""
+
+    at: float
+    """``time.monotonic()`` when read."""
+    process: float
+    threads: tuple[tuple[int, float], ...] = ()
+    """(OS thread id, CPU seconds) pairs."""
+
+
+@dataclass(frozen=True, slots=True)
 class DumpResult:
     """One py-spy dump of one process: threads, or the reason it failed."""
 
@@ -91,6 +107,8 @@ class DumpResult:
     """Wall time of the dump: an upper bound of how long the target was paused."""
     resumed: bool = False
     """engdiag sent SIGCONT because the dump left the target stopped."""
+    cpu: CpuTimes | None = None
+    """CPU times read just before the dump (None where they cannot be read, e.g. a remote capture)."""
 
 
 @dataclass(frozen=True)
@@ -107,6 +125,8 @@ class ProcessInfo:
     """True / False, or None when it could not be told (the dump will say)."""
     skip_reason: str | None = None
     title_role: Role = Role.OTHER
+    node: str | None = None
+    """Host the process runs on, for captures spanning nodes (None: this machine)."""
 
     @property
     def title(self) -> str:
@@ -128,6 +148,12 @@ class ThreadReport:
     frames: tuple[Frame, ...]
     reason: str
     """Which frame decided the category."""
+    progress: str | None = None
+    """Why the thread counts as moving (stack changed, CPU advancing, native code), when it does."""
+    cpu_s: float | None = None
+    """CPU seconds the thread used between its first and last sample (None: not measured)."""
+    stacks: tuple[tuple[Frame, ...], ...] = ()
+    """Its stack in each sample, oldest first (for the wait-for picture; not in the JSON)."""
 
 
 @dataclass(frozen=True)
@@ -143,6 +169,10 @@ class ProcessReport:
     samples: int = 0
     pause_ms: tuple[float, ...] = ()
     resumed: bool = False
+    cpu_s: float | None = None
+    """CPU seconds the whole process used between its first and last sample."""
+    wall_s: float | None = None
+    """Wall seconds between its first and last CPU reading."""
 
 
 @dataclass(frozen=True)

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from pathlib import Path
 
 import psutil
 
 from engdiag.errors import TargetGone
 from engdiag.roles import Role, role_of
-from engdiag.snapshot.model import ProcessInfo
+from engdiag.snapshot.model import CpuTimes, ProcessInfo
 
 _API_MARKERS = ("vllm serve", "vllm.entrypoints", "api_server", " serve ")
 
@@ -137,3 +138,23 @@ def resume_if_stopped(pid: int) -> bool:
     except OSError:
         return False
     return True
+
+
+def cpu_times(pid: int) -> CpuTimes | None:
+    """The process's and each thread's CPU seconds now (None if it cannot be read).
+
+    Read next to every dump: CPU advancing between samples is work even when
+    the Python frame does not change (a matmul, a kernel launch, a spin).
+    """
+    try:
+        proc = psutil.Process(pid)
+        with proc.oneshot():
+            times = proc.cpu_times()
+            threads = proc.threads()
+    except (psutil.Error, OSError):
+        return None
+    return CpuTimes(
+        at=time.monotonic(),
+        process=times.user + times.system,
+        threads=tuple((t.id, t.user_time + t.system_time) for t in threads),
+    )

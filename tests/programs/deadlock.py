@@ -1,5 +1,9 @@
-"""Two threads deadlocked on two locks (lock order inversion); the main thread joins them."""
+"""Two threads deadlocked on two locks (lock order inversion); the main thread joins them.
 
+argv: READY_FILE [spin].  With "spin" a child process spins at 100 % CPU on one line (busy, not stuck).
+"""
+
+import os
 import sys
 import threading
 import time
@@ -24,6 +28,8 @@ def take_second_then_first() -> None:
             pass
 
 
+if "spin" in sys.argv[2:] and os.fork() == 0:
+    while True: pass  # one line: the frame never changes while the CPU time does
 threads = [threading.Thread(target=f, name=f.__name__) for f in (take_first_then_second, take_second_then_first)]
 for thread in threads:
     thread.start()
