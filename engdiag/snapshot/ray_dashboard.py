@@ -6,7 +6,7 @@ Ray packages on the machine it runs on.  Read against Ray 2.60.0's source
 ``reporter/profile_manager.py``, ``_private/authentication/``):
 
 - ``GET /api/version`` → ``{"ray_version": ...}``;
-- ``GET /api/v0/nodes`` / ``/api/v0/actors?detail=true`` / ``/api/v0/jobs/`` →
+- ``GET /api/v0/nodes`` / ``/api/v0/actors?detail=true`` / ``/api/v0/jobs`` / ``/api/v0/workers`` →
   ``{"result": true, "data": {"result": {"result": [rows...]}}}``;
 - ``GET /worker/traceback?pid=P&node_id=N&ip=I&native=0|1`` → the text of
   ``py-spy dump -p P [--native]`` run by the node's agent.  Ray 2.60 takes
@@ -218,6 +218,10 @@ class Dashboard:
     def drivers(self) -> list[RayDriver]:
         """The live jobs' driver processes (``/api/v0/jobs``'s ``driver_info``)."""
         drivers = []
+        try:
+            nodes = self.driver_nodes()
+        except DashboardError:
+            nodes = {}
         for r in self._rows("/api/v0/jobs", {}):
             info = r.get("driver_info") or {}
             pid = info.get("pid")
@@ -227,11 +231,18 @@ class Dashboard:
                 job_id=str(r.get("job_id") or info.get("id") or "?"),
                 pid=int(pid),
                 node_ip=str(info.get("node_ip_address") or ""),
-                node_id=info.get("node_id") or None,
+                node_id=info.get("node_id") or nodes.get((int(pid), str(info.get("node_ip_address")))),
                 entrypoint=str(r.get("entrypoint") or ""),
                 status=r.get("status"),
             ))
         return drivers
+
+    def driver_nodes(self) -> dict[tuple[int, str], str]:
+        """(pid, ip) → node id of the live drivers (``/api/v0/workers``; the jobs listing names only the IP)."""
+        rows = self._rows("/api/v0/workers", {"exclude_driver": "false", "filter_keys": "worker_type",
+                                              "filter_predicates": "=", "filter_values": "DRIVER"})
+        return {(int(r["pid"]), str(r.get("ip"))): str(r["node_id"]) for r in rows
+                if r.get("pid") and r.get("node_id") and r.get("is_alive", True)}
 
     def traceback(self, pid: int, node_id: str | None, ip: str | None, *, native: bool = False) -> str | Refusal:
         """One py-spy dump of ``pid`` on that node, as text; or why not."""

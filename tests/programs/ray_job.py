@@ -1,7 +1,7 @@
 """A Ray driver shaped like vLLM's Ray executor: ``RayWorkerWrapper`` actors on the cluster's nodes.
 
-``python ray_job.py MODE ADDRESS READY_FILE`` connects to a running cluster and
-starts one job:
+``python ray_job.py MODE ADDRESS READY_FILE NODE_ID[,NODE_ID…]`` connects to a
+running cluster and starts one job, rank r on the r-th node given (cycling):
 
 - ``deadlock``: three ranks join a real gloo process group; ranks 0 and 1 enter
   an all_reduce that rank 2 never joins (it stays idle, as a rank that hung
@@ -9,9 +9,8 @@ starts one job:
 - ``progress``: one rank runs a small torch model forward in a loop (moving stacks);
 - ``idle``: one rank waits for work.
 
-Ranks are spread over the cluster's nodes (rank r on node r mod N).  When the
-actors are in place the driver writes a JSON line per actor (rank, pid,
-node_id) to READY_FILE and then waits idle until it is killed.
+When the actors are in place the driver writes a JSON line per actor (rank,
+pid, node_id, job_id) to READY_FILE and then waits idle until it is killed.
 """
 
 from __future__ import annotations
@@ -34,7 +33,8 @@ class RayWorkerWrapper:
         self.rank, self.world, self.port = rank, world, port
 
     def where(self) -> dict:
-        return {"rank": self.rank, "pid": os.getpid(), "node_id": ray.get_runtime_context().get_node_id()}
+        context = ray.get_runtime_context()
+        return {"rank": self.rank, "pid": os.getpid(), "node_id": context.get_node_id(), "job_id": context.get_job_id()}
 
     def init_group(self) -> int:
         import torch.distributed as dist
@@ -52,10 +52,15 @@ class RayWorkerWrapper:
     def execute_model(self) -> None:
         import torch
 
-        model = torch.nn.Sequential(*(torch.nn.Linear(256, 256) for _ in range(8)))
+        model = torch.nn.Sequential(*(layer for _ in range(4) for layer in (torch.nn.Linear(256, 256), torch.nn.GELU())))
         batch = torch.randn(64, 256)
-        while True:
-            model(batch)
+        step = 0
+        while True:  # a forward at a changing call depth: the stack moves between any two samples
+            self._layer(model, batch, step % 10)
+            step += 1
+
+    def _layer(self, model, batch, depth: int):
+        return model(batch) if depth == 0 else self._layer(model, batch, depth - 1)
 
 
 def _free_port() -> int:
@@ -65,9 +70,9 @@ def _free_port() -> int:
 
 
 def main() -> None:
-    mode, address, ready_file = sys.argv[1:4]
+    mode, address, ready_file, placement = sys.argv[1:5]
+    nodes = placement.split(",")
     ray.init(address=address, namespace=f"engdiag-{mode}", log_to_driver=False)
-    nodes = sorted(n["NodeID"] for n in ray.nodes() if n["Alive"])
     world = 3 if mode == "deadlock" else 1
     port = _free_port()
     workers = [
@@ -86,7 +91,7 @@ def main() -> None:
         keep = [workers[0].execute_model.remote()]
     tmp = f"{ready_file}.tmp"
     with open(tmp, "w") as handle:
-        handle.writelines(json.dumps({"mode": mode, **place}) + "\n" for place in places)
+        handle.writelines(json.dumps({"mode": mode, "driver_pid": os.getpid(), **place}) + "\n" for place in places)
     os.replace(tmp, ready_file)
     threading.Event().wait()  # hold the job (and its actors and calls) until killed
     del keep
