@@ -120,7 +120,7 @@ def _session(proc) -> int | None:
 
 def _node_args(head: bool, gcs: int, agent_port: int) -> list[str]:
     ray_cli = str(Path(sys.executable).parent / "ray")
-    args = [ray_cli, "start", "--block", "--disable-usage-stats", 
+    args = [ray_cli, "start", "--block", "--disable-usage-stats",
             "--node-manager-port", str(_port()), "--object-manager-port", str(_port()),
             "--metrics-export-port", str(_port()), "--runtime-env-agent-port", str(_port()),
             "--dashboard-agent-grpc-port", str(_port()), "--dashboard-agent-listen-port", str(agent_port),
