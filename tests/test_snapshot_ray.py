@@ -216,8 +216,8 @@ def test_each_job_gets_its_own_verdict(cluster, tmp_path):
     job_of = {mode: actors[0]["job_id"] for mode, actors in cluster["actors"].items()}
     assert jobs[job_of["deadlock"]]["kind"] == "deadlocked"
     progress = jobs[job_of["progress"]]
-    assert progress["kind"] == "slow", progress
     mover = _by_name(document)["progress-rank0"]
+    assert progress["kind"] == "slow", [(t["name"], t["category"], t["motion"], t["frames"][:2]) for t in mover["threads"]]
     assert any(t["motion"] == "moving" and t["category"] == "compute" for t in mover["threads"])
     assert cluster["second"][:8] in " ".join(e["source"] for e in progress["evidence"])
 
@@ -252,3 +252,28 @@ def test_human_output_groups_by_node_and_names_the_culprit(cluster, tmp_path):
     assert f"node {cluster['ip']}  {cluster['second'][:12]}" in text, text
     assert "RayWorkerWrapper" in text and "deadlock-rank1" in text
     assert f"engdiag snapshot --ray {cluster['url']} --native" in text
+
+
+def test_watch_snapshots_the_ray_cluster_on_dead(cluster, metrics_server, tmp_path):
+    from engdiag.commands.watch import RAY_PID, _ray_snapshotter
+    from engdiag.watch.watcher import Options, Watcher
+
+    from tests.test_watch import POLICY, Scrape
+
+    scrape = Scrape()
+    scrape.phase = "stalled"
+    metrics_server.body = scrape
+    options = Options(metrics_url=metrics_server.url, interval_s=5, policy=POLICY, tokens_per_sec=1000,
+                      pid=RAY_PID, cooldown_s=600)
+    watcher = Watcher(options, _ray_snapshotter(cluster["url"], tmp_path))
+    snapshots = [r for t in range(0, 300, 5) for r in watcher.tick(float(t)) if r.kind == "snapshot"]
+    assert len(snapshots) == 1, snapshots
+    bundle = Path(snapshots[0].detail["bundle"])
+    document = json.loads(bundle.read_text())
+    assert document["schema"] == "engdiag.ray-snapshot" and document["verdict"]["kind"] == "deadlocked"
+    assert stat.S_IMODE(bundle.stat().st_mode) == 0o600
+
+
+def test_watch_cli_refuses_ray_with_pid():
+    done = run_engdiag("watch", "--metrics-url", "http://127.0.0.1:1/metrics", "--ray", "auto", "--pid", "1")
+    assert done.returncode == 2 and "give one" in done.stderr.decode()

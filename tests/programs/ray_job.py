@@ -52,15 +52,15 @@ class RayWorkerWrapper:
     def execute_model(self) -> None:
         import torch
 
-        model = torch.nn.Sequential(*(layer for _ in range(4) for layer in (torch.nn.Linear(256, 256), torch.nn.GELU())))
-        batch = torch.randn(64, 256)
-        step = 0
-        while True:  # a forward at a changing call depth: the stack moves between any two samples
-            self._layer(model, batch, step % 10)
-            step += 1
+        def nested(depth: int) -> torch.nn.Module:
+            layers = torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.GELU(), torch.nn.Linear(256, 256))
+            return layers if depth == 0 else torch.nn.Sequential(nested(depth - 1))
 
-    def _layer(self, model, batch, depth: int):
-        return model(batch) if depth == 0 else self._layer(model, batch, depth - 1)
+        models = [nested(depth) for depth in range(10)]  # the stack's depth changes from one forward to the next
+        batch = torch.randn(64, 256)
+        while True:
+            for model in models:
+                model(batch)
 
 
 def _free_port() -> int:
