@@ -198,7 +198,9 @@ def test_the_cluster_verdict_names_the_ranks_stuck_in_the_collective(cluster, tm
     for rank in (0, 1):
         assert f"pid {stuck[rank]['pid']} " in sources
         assert stuck[rank]["node_id"][:8] in sources
-    assert f"pid {stuck[2]['pid']} " not in sources.split("(")[0]
+    culprit = next(e for e in verdict["evidence"] if f"pid {stuck[2]['pid']} " in e["source"])
+    assert stuck[2]["node_id"][:8] in culprit["source"] and "not in the collective" in culprit["note"]
+    assert f"rank2 on {cluster['ip']}" in verdict["headline"] and "has not entered it" in verdict["headline"]
     processes = _by_name(document)
     for rank in (0, 1):
         mine = processes[f"deadlock-rank{rank}"]

@@ -107,6 +107,8 @@ class ProcessInfo:
     """True / False, or None when it could not be told (the dump will say)."""
     skip_reason: str | None = None
     title_role: Role = Role.OTHER
+    node: str | None = None
+    """Host the process runs on, for captures spanning nodes (None: this machine)."""
 
     @property
     def title(self) -> str:

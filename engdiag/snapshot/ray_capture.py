@@ -21,15 +21,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 
-from engdiag.analysis.verdict import Kind, Verdict
+from engdiag.analysis.verdict import Verdict
 from engdiag.errors import CaptureUnavailable, NetworkError, PermissionDenied, TargetGone, UsageError
 from engdiag.roles import Ranks, Role, ranks_of, role_of
 from engdiag.snapshot.frames import role_from_stacks
-from engdiag.snapshot.judge import judge
 from engdiag.snapshot.model import (
     Category,
     Motion,
-    NvmlState,
     ProcessInfo,
     ProcessReport,
     SnapshotOptions,
@@ -39,6 +37,7 @@ from engdiag.snapshot.model import (
 from engdiag.snapshot.motion import threads_across
 from engdiag.snapshot.pyspy_text import parse_text_dump
 from engdiag.snapshot.ray_dashboard import Dashboard, DashboardError, RayActor, RayDriver, RayNode, Refusal
+from engdiag.snapshot.ray_judge import JobVerdict, RayProcess, RayTarget, judge_jobs, node_label
 
 MAX_PARALLEL = 32
 VLLM_SHAPED = re.compile(
@@ -46,7 +45,6 @@ VLLM_SHAPED = re.compile(
 )
 """Actor classes (or names / reprs) that host vLLM: vLLM's own Ray actors, Ray Serve LLM replicas,
 Ray Data's ``MapWorker(MapBatches(vLLMEngineStageUDF))``."""
-_GRAVITY = {Kind.DEADLOCKED: 5, Kind.FRAGMENTED: 4, Kind.CRASHED: 4, Kind.SLOW: 3, Kind.UNKNOWN: 2, Kind.HEALTHY: 1}
 _STOP_KINDS = frozenset({"gone", "not_python", "pyspy_missing", "permission", "profiling_disabled", "auth", "agent"})
 """Refusals that another sample would only repeat."""
 
@@ -65,40 +63,6 @@ class Selection:
     jobs: tuple[str, ...] = ()
     actor_classes: tuple[str, ...] = ()
     nodes: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class RayTarget:
-    """One process of the cluster to sample, and where it runs."""
-
-    pid: int
-    node_id: str | None
-    node_ip: str
-    job_id: str
-    kind: str
-    """``actor`` or ``driver``."""
-    class_name: str
-    actor_id: str | None = None
-    name: str | None = None
-    state: str = "ALIVE"
-    gpus: float = 0.0
-
-
-@dataclass(frozen=True)
-class RayProcess:
-    """A sampled process: its target, the local-style report, and the refusal's fix when it failed."""
-
-    target: RayTarget
-    report: ProcessReport
-    fix: str | None = None
-
-
-@dataclass(frozen=True)
-class JobVerdict:
-    """One job's (one vLLM deployment's) verdict."""
-
-    job_id: str
-    verdict: Verdict
 
 
 @dataclass(frozen=True)
@@ -215,7 +179,7 @@ def _report(target: RayTarget, answers: list[str | Refusal]) -> RayProcess:
         samples.append(dumps[0].threads)
     info = ProcessInfo(
         pid=target.pid, ppid=None, name=target.class_name, cmdline=(title,) if title else (target.class_name,),
-        state=target.state, started=None, python=True if samples else None,
+        state=target.state, started=None, python=True if samples else None, node=node_label(target),
     )
     role = _role(target, title, samples)
     failed = refusal is not None and not samples
@@ -225,80 +189,6 @@ def _report(target: RayTarget, answers: list[str | Refusal]) -> RayProcess:
         samples=len(samples),
     )
     return RayProcess(target, report, refusal.fix if failed and refusal else None)
-
-
-def _where(process: RayProcess) -> str:
-    target = process.target
-    what = target.class_name if target.kind == "actor" else "driver"
-    ident = f" {target.actor_id[:8]}" if target.actor_id else ""
-    rank = process.report.ranks.label()
-    return f"on {target.node_ip} node {(target.node_id or '?')[:8]}, {what}{ident}, job {target.job_id}" + (
-        f", {rank}" if rank else "")
-
-
-def _with_nodes(verdict: Verdict, processes: list[RayProcess]) -> Verdict:
-    """Name node, actor and rank in each piece of evidence (the judge names pid and role)."""
-    by_pid: dict[int, list[RayProcess]] = {}
-    for process in processes:
-        by_pid.setdefault(process.target.pid, []).append(process)
-    evidence = []
-    for item in verdict.evidence:
-        match = re.match(r"pid (\d+)", item.source)
-        found = by_pid.get(int(match[1]), []) if match else []
-        if found:
-            where = " or ".join(_where(p) for p in found)
-            item = replace(item, source=f"{item.source} {where}")
-        evidence.append(item)
-    return replace(verdict, evidence=tuple(evidence))
-
-
-def _ray_steps(verdict: Verdict, address: str) -> Verdict:
-    """The judge's ``engdiag snapshot PID`` steps, as the same capture through this dashboard."""
-    steps = []
-    for step in verdict.next_steps:
-        if step.command and step.command.startswith("engdiag snapshot"):
-            flags = [word for word in step.command.split()[2:] if not word.isdigit() and word != "PID"]
-            step = replace(step, command=" ".join(["engdiag snapshot --ray", address, *flags]))
-        steps.append(step)
-    return replace(verdict, next_steps=tuple(steps))
-
-
-def _partial(verdict: Verdict, members: list[RayProcess]) -> Verdict:
-    """Say which processes of the job could not be read; never call a half-read job healthy."""
-    missing = [m for m in members if not m.report.threads]
-    if not missing:
-        return verdict
-    note = f"{len(missing)} of {len(members)} process(es) of this job not sampled: " + "; ".join(
-        f"pid {m.report.info.pid} {_where(m)}: {m.report.error}" for m in missing[:4])
-    if verdict.kind is Kind.HEALTHY:
-        return replace(verdict, kind=Kind.UNKNOWN, confidence=0.3,
-                       headline=f"unknown: the processes read are idle, but {len(missing)} could not be sampled",
-                       undecided="the processes that could not be sampled (see their fix)", notes=verdict.notes + (note,))
-    return replace(verdict, notes=verdict.notes + (note,))
-
-
-def _judge_jobs(
-    processes: list[RayProcess], options: SnapshotOptions, address: str
-) -> tuple[list[JobVerdict], Verdict]:
-    no_gpu = NvmlState(available=False, reason="GPU state of Ray nodes is not read through the dashboard")
-    jobs: dict[str, list[RayProcess]] = {}
-    for process in processes:
-        jobs.setdefault(process.target.job_id, []).append(process)
-    verdicts = []
-    for job_id, members in sorted(jobs.items()):
-        if not any(m.report.threads for m in members):
-            continue
-        verdict = _partial(judge([m.report for m in members], no_gpu, options), members)
-        verdicts.append(JobVerdict(job_id, _ray_steps(_with_nodes(verdict, members), address)))
-    if not verdicts:
-        return [], judge([], no_gpu, options)
-    gravest = max(verdicts, key=lambda j: (_GRAVITY.get(j.verdict.kind, 0), j.verdict.confidence))
-    verdict = gravest.verdict
-    if len(verdicts) > 1:
-        others = [f"job {j.job_id}: {j.verdict.kind.value}" for j in verdicts if j is not gravest]
-        verdict = replace(verdict, headline=f"job {gravest.job_id}: {verdict.headline}",
-                          notes=verdict.notes + (f"the other jobs: {'; '.join(others)}",))
-    return verdicts, verdict
 
 
 def _no_capture(address: str, processes: list[RayProcess], cluster_errors: list[Refusal], selection: Selection) -> None:
@@ -365,7 +255,7 @@ def take_ray_snapshot(
     processes = [_report(target, answers[i]) for i, target in enumerate(targets)]
     if not any(p.report.threads for p in processes):
         _no_capture(dashboard.url, processes, cluster_errors, selection)
-    jobs, verdict = _judge_jobs(processes, options, dashboard.url)
+    jobs, verdict = judge_jobs(processes, options, dashboard.url)
     return RaySnapshot(
         address=dashboard.url, ray_version=dashboard.version(), options=options, selection=selection,
         started_at=started_at, seconds=time.monotonic() - started, nodes=tuple(nodes), processes=tuple(processes),
