@@ -27,6 +27,7 @@ def _ray_process(process: RayProcess) -> dict[str, Any]:
         "node_id": target.node_id,
         "node_ip": target.node_ip,
         "gpus_required": target.gpus,
+        "gpus": list(target.gpu_ids),
         "fix": process.fix,
     }
     return doc

@@ -22,8 +22,8 @@ def _label(process: RayProcess) -> Text:
     else:
         text.append("driver", style="bold magenta")
     text.append(f"  job {target.job_id}", style="dim")
-    if target.gpus:
-        text.append(f"  {target.gpus:g} GPU", style="dim")
+    if target.gpus or target.gpu_ids:
+        text.append(f"  GPU {', '.join(g.split(':')[0] for g in target.gpu_ids) or f'×{target.gpus:g}'}", style="dim")
     return text
 
 

@@ -23,6 +23,7 @@ from datetime import datetime, timezone
 
 from engdiag.analysis.verdict import Verdict
 from engdiag.errors import CaptureUnavailable, NetworkError, PermissionDenied, TargetGone, UsageError
+from engdiag.redact import redact
 from engdiag.roles import Ranks, Role, ranks_of, role_of
 from engdiag.snapshot.frames import role_from_stacks
 from engdiag.snapshot.model import (
@@ -101,7 +102,8 @@ def _node_wanted(node: RayNode | None, ip: str, selection: Selection) -> bool:
 
 
 def select(
-    nodes: list[RayNode], actors: list[RayActor], drivers: list[RayDriver], selection: Selection
+    nodes: list[RayNode], actors: list[RayActor], drivers: list[RayDriver], selection: Selection,
+    gpus: dict[str, tuple[str, ...]] | None = None,
 ) -> tuple[list[RayTarget], list[str]]:
     """The processes to sample (vLLM-shaped actors and their jobs' drivers), and the skipped ones."""
     by_id = {node.node_id: node for node in nodes}
@@ -121,7 +123,8 @@ def select(
             continue
         jobs_hosting.add(actor.job_id)
         targets.append(RayTarget(actor.pid, actor.node_id, ip, actor.job_id, "actor", actor.class_name,
-                                 actor.actor_id, actor.name or actor.repr_name, actor.state, actor.resources.get("GPU", 0.0)))
+                                 actor.actor_id, actor.name or actor.repr_name, actor.state, actor.resources.get("GPU", 0.0),
+                                 (gpus or {}).get(actor.actor_id, ())))
     for driver in drivers:
         if driver.job_id not in jobs_hosting:
             continue
@@ -129,7 +132,7 @@ def select(
         node_id = driver.node_id or (same_ip[0].node_id if len(same_ip) == 1 else None)
         if _node_wanted(by_id.get(node_id or ""), driver.node_ip, selection):
             targets.append(RayTarget(driver.pid, node_id, driver.node_ip, driver.job_id, "driver", "driver",
-                                     name=driver.entrypoint[:120] or None, state=driver.status or "RUNNING"))
+                                     name=redact(driver.entrypoint)[:120] or None, state=driver.status or "RUNNING"))
     return targets, skipped
 
 
@@ -230,7 +233,7 @@ def take_ray_snapshot(
         refusal = error.refusal
         kind = {"auth": PermissionDenied, "unreachable": NetworkError, "timeout": NetworkError}.get(refusal.kind, CaptureUnavailable)
         raise kind(refusal.message, hint=refusal.fix) from None
-    targets, skipped = select(nodes, actors, drivers, selection)
+    targets, skipped = select(nodes, actors, drivers, selection, dashboard.actor_gpus())
     answers: dict[int, list[str | Refusal]] = {index: [] for index in range(len(targets))}
     cluster_errors: list[Refusal] = []
     sample_seconds: list[float] = []

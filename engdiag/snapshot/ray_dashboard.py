@@ -8,6 +8,7 @@ Ray packages on the machine it runs on.  Read against Ray 2.60.0's source
 - ``GET /api/version`` → ``{"ray_version": ...}``;
 - ``GET /api/v0/nodes`` / ``/api/v0/actors?detail=true`` / ``/api/v0/jobs`` / ``/api/v0/workers`` →
   ``{"result": true, "data": {"result": {"result": [rows...]}}}``;
+- ``GET /logical/actors`` → ``{"data": {"actors": {id: {"gpus": [{"index", "uuid", ...}]}}}}``;
 - ``GET /worker/traceback?pid=P&node_id=N&ip=I&native=0|1`` → the text of
   ``py-spy dump -p P [--native]`` run by the node's agent.  Ray 2.60 takes
   ``node_id`` (or ``ip``); older Rays (2.40) read only ``ip``, so both are sent.
@@ -214,6 +215,21 @@ class Dashboard:
                 resources={str(k): float(v) for k, v in resources.items() if isinstance(v, int | float)},
             ))
         return actors
+
+    def actor_gpus(self) -> dict[str, tuple[str, ...]]:
+        """Actor id → the GPUs (``index:uuid``) whose process list holds the actor's pid (``/logical/actors``).
+
+        Best effort, as the dashboard's own actor page shows them: {} when it cannot be read.
+        """
+        try:
+            status, body = self._get("/logical/actors")
+            actors = json.loads(body)["data"]["actors"] if status == 200 else {}
+            return {
+                str(actor_id): tuple(f"{g.get('index')}:{g.get('uuid')}" for g in (actor or {}).get("gpus") or [])
+                for actor_id, actor in actors.items()
+            }
+        except (DashboardError, ValueError, KeyError, TypeError, AttributeError):
+            return {}
 
     def drivers(self) -> list[RayDriver]:
         """The live jobs' driver processes (``/api/v0/jobs``'s ``driver_info``)."""

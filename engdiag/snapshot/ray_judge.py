@@ -34,6 +34,9 @@ class RayTarget:
     name: str | None = None
     state: str = "ALIVE"
     gpus: float = 0.0
+    """GPUs the actor requires (``required_resources``)."""
+    gpu_ids: tuple[str, ...] = ()
+    """GPUs (``index:uuid``) the dashboard sees the actor's pid on."""
 
 
 @dataclass(frozen=True)
