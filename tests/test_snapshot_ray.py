@@ -279,3 +279,12 @@ def test_watch_snapshots_the_ray_cluster_on_dead(cluster, metrics_server, tmp_pa
 def test_watch_cli_refuses_ray_with_pid():
     done = run_engdiag("watch", "--metrics-url", "http://127.0.0.1:1/metrics", "--ray", "auto", "--pid", "1")
     assert done.returncode == 2 and "give one" in done.stderr.decode()
+
+
+def test_native_frames_come_through_the_dashboard(cluster, tmp_path):
+    document, _, _ = _snapshot(cluster, tmp_path, "--native", "--samples", "1", "--actor-class", "deadlock-rank1")
+    [worker] = [p for p in document["processes"] if p["ray"]["kind"] == "actor"]
+    main = next(t for t in worker["threads"] if t["name"] == "MainThread")
+    assert any(f["native"] for f in main["frames"]), main["frames"]
+    assert any(f["name"] == "all_reduce" and not f["native"] for f in main["frames"])
+    assert document["capture"]["native"] is True

@@ -246,6 +246,7 @@ def test_a_process_gone_from_its_node_is_told_apart(tmp_path):
     (500, "Failed to execute `['/usr/bin/py-spy', 'dump', '-p', '12']`.\n\nNote that this command requires `py-spy` "
           "to be installed with root permissions. You\n  $ sudo chown root:root `which py-spy`\n\n=== stderr ===\n"
           "Error: Permission denied (os error 13)\n\n=== stdout ===\n", "permission"),
+    (500, "500 Internal Server Error\n\nServer got itself in trouble", "agent"),
     (500, "", "http"),
 ])
 def test_ray_refusals_are_told_apart(status, body, kind):

@@ -286,6 +286,9 @@ def classify(status: int, body: str) -> Refusal:
         return Refusal("pyspy_missing", "py-spy is not installed on that node (the Ray agent did not find it)", PYSPY_FIX)
     if "failed to get agent address" in lowered or "unavailable" in lowered or "failed to connect" in lowered:
         return Refusal("agent", f"that node's Ray agent does not answer ({text.splitlines()[0][:200] if text else status})", AGENT_FIX)
+    if status == 500 and "server got itself in trouble" in lowered:
+        # aiohttp's body for an exception in the handler: the head's RPC to the node's agent raised
+        return Refusal("agent", "the dashboard's call to that node's Ray agent failed (HTTP 500)", AGENT_FIX)
     stderr = text.split("=== stderr ===", 1)[-1].split("=== stdout ===", 1)[0].strip()
     detail = lowered.split("=== stderr ===", 1)[-1]
     if "permission denied" in detail or "operation not permitted" in detail or "sudo chown root" in lowered:
