@@ -226,9 +226,15 @@ def test_a_dashboard_that_wants_a_token_says_how_to_give_it(dashboard):
     assert "s3cret-token" not in err
 
 
-def test_ray_filters_need_ray():
+def test_ray_filters_need_ray_and_a_local_snapshot_needs_a_pid():
     done = run_engdiag("snapshot", "--job", "01000000")
     assert done.returncode == ExitCode.USAGE and "add --ray" in done.stderr.decode()
+    done = run_engdiag("snapshot", "--samples", "2")
+    assert done.returncode == ExitCode.USAGE and "give the pid" in done.stderr.decode()
+    done = run_engdiag("snapshot", "--ray", "--samples", "0", closed_port_url())
+    assert done.returncode == ExitCode.USAGE and "--samples must be 1 to 100" in done.stderr.decode()
+    done = run_engdiag("snapshot", "--ray", "--locals", closed_port_url())
+    assert done.returncode == ExitCode.USAGE and "not available through Ray's dashboard" in done.stderr.decode()
 
 
 def test_a_process_gone_from_its_node_is_told_apart(tmp_path):

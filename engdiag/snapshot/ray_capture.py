@@ -41,6 +41,8 @@ from engdiag.snapshot.ray_dashboard import Dashboard, DashboardError, RayActor, 
 from engdiag.snapshot.ray_judge import JobVerdict, RayProcess, RayTarget, judge_jobs, node_label
 
 MAX_PARALLEL = 32
+MAX_SAMPLES = 100
+"""Each sample pauses every worker of the cluster while py-spy reads it."""
 VLLM_SHAPED = re.compile(
     r"RayWorkerWrapper|RayWorkerProc|EngineCore|vllm|LLMServer|LLMDeployment|ServeReplica:.*LLM", re.IGNORECASE
 )
@@ -222,8 +224,8 @@ def take_ray_snapshot(
     if options.nonblocking or options.locals:
         raise UsageError("--nonblocking and --locals are not available through Ray's dashboard",
                          hint="Ray's stack endpoint runs `py-spy dump` itself; only --native is passed on")
-    if options.samples < 1 or options.interval_s < 0 or options.dump_timeout_s <= 0:
-        raise UsageError("--samples must be at least 1, --interval not negative, --timeout positive")
+    if not 1 <= options.samples <= MAX_SAMPLES or options.interval_s < 0 or options.dump_timeout_s <= 0:
+        raise UsageError(f"--samples must be 1 to {MAX_SAMPLES}, --interval not negative, --timeout positive")
     started_at = datetime.now(timezone.utc)
     started = time.monotonic()
     dashboard = Dashboard(address, timeout_s=options.dump_timeout_s)
