@@ -67,10 +67,8 @@ def _where(process: RayProcess, source: str = "") -> str:
     what = target.class_name if target.kind == "actor" else "driver"
     ident = f" {target.actor_id[:8]}" if target.actor_id else ""
     rank = process.report.ranks.label()
-    node = f"on {node_label(target)}"
-    parts = [node] if node not in source else []
-    parts += [f"{what}{ident}", f"job {target.job_id}"] + ([rank] if rank and rank not in source else [])
-    return ", ".join(parts)
+    parts = [f"on {node_label(target)}", f"{what}{ident}", f"job {target.job_id}"] + ([rank] if rank else [])
+    return ", ".join(part for part in parts if part not in source)
 
 
 def _with_nodes(verdict: Verdict, processes: list[RayProcess]) -> Verdict:
@@ -82,8 +80,8 @@ def _with_nodes(verdict: Verdict, processes: list[RayProcess]) -> Verdict:
     for item in verdict.evidence:
         match = re.match(r"pid (\d+)", item.source)
         found = by_pid.get(int(match[1]), []) if match else []
-        if found:
-            where = " or ".join(_where(p, item.source) for p in found)
+        where = " or ".join(filter(None, (_where(p, item.source) for p in found)))
+        if where:
             item = replace(item, source=f"{item.source} {where}")
         evidence.append(item)
     return replace(verdict, evidence=tuple(evidence))
@@ -120,9 +118,9 @@ def _absent(verdict: Verdict, members: list[RayProcess]) -> Verdict:
         main = next((t for t in member.report.threads if t.name == "MainThread"), member.report.threads[0])
         top = " ← ".join(f.where for f in main.frames[:2]) or "no Python frames"
         ranks = member.report.ranks.label()
+        head = f"pid {member.report.info.pid} ({member.report.role.value}{' ' + ranks if ranks else ''})"
         found.append(Evidence(
-            source=f"pid {member.report.info.pid} ({member.report.role.value}{' ' + ranks if ranks else ''}) "
-                   f"{_where(member)}",
+            source=f"{head} {_where(member, head)}",
             line=None, time=None, signal=f"{main.category.value}/{main.motion.value}",
             text=f"{main.name or main.thread_id}: {top}", role=EvidenceRole.ROOT_CAUSE,
             note=f"not in the collective the job's other {len(inside)} worker(s) are stuck in"))
@@ -149,6 +147,7 @@ def _partial(verdict: Verdict, members: list[RayProcess]) -> Verdict:
 def judge_jobs(
     processes: list[RayProcess], options: SnapshotOptions, address: str
 ) -> tuple[list[JobVerdict], Verdict]:
+    """Each job's verdict (node, actor and rank in its evidence) and the cluster's: the gravest job's."""
     no_gpu = NvmlState(available=False, reason="GPU state of Ray nodes is not read through the dashboard")
     jobs: dict[str, list[RayProcess]] = {}
     for process in processes:
