@@ -13,6 +13,7 @@ import asyncio
 import http.server
 import json
 import os
+import shutil
 import subprocess
 import threading
 import urllib.parse
@@ -248,11 +249,24 @@ def test_a_process_gone_from_its_node_is_told_apart(tmp_path):
     assert classify(500, answer).kind == "gone"
 
 
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root and setpriv to run py-spy unprivileged")
+def test_py_spy_refused_ptrace_is_a_permission_record_with_the_kuberay_fix(spawn):
+    target = spawn("deadlock.py")
+    command = ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", locate(), "dump", "-p", str(target.pid)]
+    done = subprocess.run(command, capture_output=True, timeout=30)
+    assert done.returncode != 0
+
+    def agent_answer() -> str:
+        from ray.dashboard.modules.reporter.profile_manager import _format_failed_profiler_command
+
+        return _format_failed_profiler_command(command, "py-spy", done.stdout, done.stderr)
+
+    refusal = classify(500, _ray_text(agent_answer))
+    assert refusal.kind == "permission" and "SYS_PTRACE" in (refusal.fix or "")
+
+
 @pytest.mark.parametrize(("status", "body", "kind"), [
     (500, "Failed to get agent address for node at node_id 0630", "agent"),
-    (500, "Failed to execute `['/usr/bin/py-spy', 'dump', '-p', '12']`.\n\nNote that this command requires `py-spy` "
-          "to be installed with root permissions. You\n  $ sudo chown root:root `which py-spy`\n\n=== stderr ===\n"
-          "Error: Permission denied (os error 13)\n\n=== stdout ===\n", "permission"),
     (500, "500 Internal Server Error\n\nServer got itself in trouble", "agent"),
     (500, "", "http"),
 ])
