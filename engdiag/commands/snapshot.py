@@ -33,7 +33,11 @@ def _pid(text: str) -> int:
 
 
 def command(
-    pid: Annotated[str, typer.Argument(help="pid of the API server or EngineCore (its children are captured too).")],
+    pid: Annotated[
+        str | None,
+        typer.Argument(help="pid of the API server or EngineCore (its children are captured too); "
+                            "with --ray, the Ray dashboard's address (default RAY_ADDRESS, then 127.0.0.1:8265)."),
+    ] = None,
     samples: Annotated[int, typer.Option("--samples", "-n", help="Samples per process (1-100; each pauses every process).")] = 3,
     interval: Annotated[float, typer.Option("--interval", "-i", help="Seconds between samples.")] = 1.0,
     native: Annotated[bool, typer.Option(
@@ -51,9 +55,24 @@ def command(
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Bundle path (default: ./engdiag-snapshot-PID-TIME.json).")] = None,
     no_bundle: Annotated[bool, typer.Option("--no-bundle", help="Do not write a bundle file.")] = False,
     json: Annotated[bool, typer.Option("--json", help="Print the JSON document (the bundle's content).")] = False,
+    ray: Annotated[bool, typer.Option("--ray", help="Capture a Ray cluster's vLLM workers through its dashboard.")] = False,
+    job: Annotated[list[str] | None, typer.Option("--job", help="--ray: only this Ray job id (repeatable).")] = None,
+    actor_class: Annotated[
+        list[str] | None, typer.Option("--actor-class", help="--ray: actors whose class or name contains this (repeatable).")
+    ] = None,
+    node: Annotated[list[str] | None, typer.Option("--node", help="--ray: only this node (IP, node id or prefix; repeatable).")] = None,
 ) -> None:
     """Snapshot a live process tree."""
     with guard():
+        if (job or actor_class or node) and not ray:
+            raise UsageError("--job, --actor-class and --node select Ray actors: add --ray")
+        if ray:
+            from engdiag.commands.ray_snapshot import run_ray
+
+            run_ray(pid, job, actor_class, node, samples, interval, native, nonblocking, locals_, timeout, out, no_bundle, json)
+            return
+        if pid is None:
+            raise UsageError("give the pid of the vLLM server (or --ray for a Ray cluster)")
         from engdiag.render.jsonout import dumps
         from engdiag.render.snapshot_doc import snapshot_doc
         from engdiag.render.snapshot_view import snapshot_view

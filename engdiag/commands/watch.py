@@ -39,6 +39,24 @@ def _snapshotter(bundle_dir: Path):  # -> Snapshotter
     return take
 
 
+RAY_PID = 0
+"""The watcher snapshots "a pid"; with --ray that is the whole cluster, recorded as pid 0."""
+
+
+def _ray_snapshotter(address: str | None, bundle_dir: Path):  # -> Snapshotter
+    def take(_pid: int) -> Path:
+        from engdiag.commands.ray_snapshot import default_path
+        from engdiag.render.jsonout import dumps
+        from engdiag.render.ray_snapshot_doc import ray_snapshot_doc
+        from engdiag.snapshot.bundle import write_atomically
+        from engdiag.snapshot.ray_capture import take_ray_snapshot
+
+        snapshot = take_ray_snapshot(address)
+        return write_atomically(bundle_dir / default_path(snapshot.started_at).name, dumps(ray_snapshot_doc(snapshot)))
+
+    return take
+
+
 def _once(options, gap: float, state: Path | None, probe: bool, json: bool) -> None:
     from engdiag.watch.once import judge_once, look_at_log, look_at_metrics
 
@@ -89,6 +107,11 @@ def command(
     heartbeat: Annotated[float, typer.Option("--heartbeat", help="Seconds of quiet before SLOW (at least).")] = DEFAULT_HEARTBEAT_S,
     from_start: Annotated[bool, typer.Option("--from-start", help="Read the log from its start, not its end.")] = False,
     json: Annotated[bool, typer.Option("--json", help="One JSON line per state change and heartbeat.")] = False,
+    ray: Annotated[
+        str | None,
+        typer.Option("--ray", help="On DEAD, snapshot this Ray cluster through its dashboard (URL, or 'auto' for "
+                                   "RAY_ADDRESS / 127.0.0.1:8265) instead of a local --pid."),
+    ] = None,
 ) -> None:
     """Watch a live engine."""
     with guard():
@@ -106,8 +129,15 @@ def command(
             raise UsageError(f"--tokens-per-sec must be a positive number, got {tokens_per_sec}")
         if interval <= 0 or cooldown < 0 or once_gap < 0:
             raise UsageError("--interval must be positive; --cooldown and --once-gap not negative")
-        if on_dead and pid is None:
-            raise UsageError("--on-dead runs after a snapshot: give --pid too")
+        if ray is not None and pid is not None:
+            raise UsageError("--ray and --pid both say what to snapshot on DEAD: give one")
+        if on_dead and pid is None and ray is None:
+            raise UsageError("--on-dead runs after a snapshot: give --pid (or --ray) too")
+        snapshotter = None
+        if ray is not None:
+            snapshotter, pid = _ray_snapshotter(None if ray == "auto" else ray, bundle_dir), RAY_PID
+        elif pid is not None:
+            snapshotter = _snapshotter(bundle_dir)
         policy = Policy(base_s=base, factor=factor, hard_cap_s=hard_cap, heartbeat_s=heartbeat).validate()
         options = Options(log=log, metrics_url=metrics_url, interval_s=interval, policy=policy,
                           tokens_per_sec=tokens_per_sec, prompt_len=prompt_len, pid=pid, on_dead=on_dead,
@@ -116,7 +146,7 @@ def command(
             _once(options, once_gap, state, probe, json)
         if pid is not None:
             bundle_dir.mkdir(parents=True, exist_ok=True)
-        watcher = Watcher(options, _snapshotter(bundle_dir) if pid is not None else None)
+        watcher = Watcher(options, snapshotter)
         _loop(watcher, json)
 
 
