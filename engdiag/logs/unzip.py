@@ -70,6 +70,9 @@ class ThreadedGzipReader(io.RawIOBase):
             self._put(None)
         except (OSError, EOFError, zlib.error) as error:
             self._put(_Failed(error))
+        except ValueError as error:  # the reader closed the source under us: it no longer listens
+            if not self._stop.is_set():
+                self._put(_Failed(OSError(str(error))))
 
     def readable(self) -> bool:
         return True
