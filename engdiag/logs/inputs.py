@@ -28,6 +28,8 @@ MAX_LINE_BYTES = 1 << 20
 """Bytes kept of one line; a 64 MiB line costs 1 MiB of memory, not 64."""
 LOG_SUFFIXES = (".log", ".txt", ".out", ".gz", ".bz2", ".xz", ".zst")
 STDIN = "-"
+_TOOLS = {".gz": ("gzip", "zcat"), ".bz2": ("bzip2", "bzcat"), ".xz": ("xz", "xzcat"), ".zst": ("zstd", "zstdcat")}
+"""How a truncated file is named and read as far as it goes, by its usual suffix."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,9 +105,12 @@ def _failure(name: str, error: BaseException) -> InputError:
             f"{name}: permission denied", hint="run as a user who can read the file, or with sudo"
         )
     if isinstance(error, EOFError):
+        codec, cat = next(
+            (found for suffix, found in _TOOLS.items() if name.endswith(suffix)), ("compressed", "zcat -f")
+        )
         return InputError(
-            f"{name}: compressed stream is truncated (the file was cut off or is still being written)",
-            hint=f"analyse the part that is there: zcat {name} 2>/dev/null | engdiag analyze -",
+            f"{name}: {codec} stream is truncated (the file was cut off or is still being written)",
+            hint=f"analyse the part that is there: {cat} {name} 2>/dev/null | engdiag analyze -",
         )
     if isinstance(error, OSError) and error.errno is not None:
         return InputError(f"{name}: cannot read ({error.strerror or error})")
