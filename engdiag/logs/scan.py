@@ -68,6 +68,14 @@ class LineScanner:
             events.extend(self._piece(piece))
         return events
 
+    def feed_pieces(self, lineno: int, parsed: list[Piece]) -> list[Event]:
+        """``feed`` for a line already cut into pieces (the bulk scanner parses some lines to plan)."""
+        self.summary.lines = lineno
+        events: list[Event] = []
+        for piece in parsed:
+            events.extend(self._piece(piece))
+        return events
+
     def _piece(self, piece: Piece) -> list[Event]:
         inherited = self._last_stamp
         if piece.stamp is not None:

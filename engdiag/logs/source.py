@@ -16,7 +16,9 @@ from itertools import islice
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
+from engdiag.logs.bulk import bulk_scan
 from engdiag.logs.clock import Clock, base_years
+from engdiag.logs.engines import active_backend, finder
 from engdiag.logs.events import Event, Stamp
 from engdiag.logs.inputs import LogInput, count_lines, expand, file_size, is_plain, open_input, read_lines
 from engdiag.logs.lines import first_stamp
@@ -97,11 +99,18 @@ def scan_input(
     scanner = LineScanner(log.name, index, base_year, show_prompts)
     total = file_size(log)
     timed = window.since is not None or window.until is not None
+    backend = active_backend()
     with open_input(log) as opened:
         how = _how(log, opened.plain, opened.layers, window)
         if how is not None and note is not None:
             note(how)
         stream = opened.stream
+        if window.empty and backend != "lines":
+            report = None if progress is None else (lambda done: progress(log.name, done, total))
+            bulk_scan(stream, scanner, finder(backend), sink, progress=report)
+            for event in scanner.finish():
+                sink(event)
+            return scanner.summary
         for lineno, line in _lines(log, stream, opened.plain, window):
             for event in scanner.feed(lineno, line):
                 if not timed or window.keeps(event.stamp):
@@ -128,6 +137,7 @@ class _Range:
     start: int
     end: int | None
     collector: Callable[[], Collector]
+    backend: str
 
 
 @dataclass
@@ -145,9 +155,12 @@ def _scan_range(part: _Range) -> _RangeResult:
     limit = None if part.end is None else part.end - part.start
     with open(part.path, "rb") as stream:
         stream.seek(part.start)
-        for lineno, line in read_lines(stream, part.name, first_line=first_line, byte_limit=limit):
-            for event in scanner.feed(lineno, line):
-                collector.add(event)
+        if part.backend != "lines":
+            bulk_scan(stream, scanner, finder(part.backend), collector.add, first_line=first_line, byte_limit=limit)
+        else:
+            for lineno, line in read_lines(stream, part.name, first_line=first_line, byte_limit=limit):
+                for event in scanner.feed(lineno, line):
+                    collector.add(event)
     for event in scanner.finish():
         collector.add(event)
     return _RangeResult(collector, scanner.summary, scanner.clock)
@@ -193,7 +206,7 @@ def scan_parallel(
     bounds = [0, *points]
     ends: list[int | None] = [*points, None]
     parts = [
-        _Range(log.path, log.name, index, base_year, show_prompts, s, e, collector)
+        _Range(log.path, log.name, index, base_year, show_prompts, s, e, collector, active_backend())
         for s, e in zip(bounds, ends, strict=True)
     ]
     with ProcessPoolExecutor(max_workers=len(parts), mp_context=_context()) as pool:

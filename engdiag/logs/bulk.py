@@ -1,0 +1,233 @@
+"""The bulk scanner: find the few lines that matter in big windows, read only those exactly.
+
+A window (``WINDOW_BYTES`` of whole lines) is searched at once for the rules'
+literals (``engdiag.logs.engines``).  Only these lines go through the line
+scanner, with just enough around them that its state is exactly what reading
+every line would have left:
+
+- a candidate's whole record (walk back and forward with ``records.joins``, the
+  same local rule the parallel splitter relies on);
+- back to the nearest line with a time before a line without one (the time a
+  record or a process inherits);
+- the last line of each process (``last_seen``) and of the window (line count,
+  last time), the first timed line of the input;
+- a line after a gap that would join the line fed before it is fed with its
+  predecessor instead, so no record ever spans a gap.
+
+A record without a literal yields no event, so a line outside these sets
+changes nothing but the scanner's position, which the fed lines restore.  A
+window that breaks an assumption (process names the bulk search cannot see:
+glog ``[rankN]:``, NCCL, bare role names, role tags without ``pid=``) is fed
+line by line.  tests/test_bulk_scan.py checks every backend against the line
+scanner.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from itertools import accumulate
+from typing import BinaryIO
+
+from engdiag.logs.engines import Finder
+from engdiag.logs.events import Event, Proc
+from engdiag.logs.inputs import MAX_LINE_BYTES, decode_line
+from engdiag.logs.lines import Piece, pieces
+from engdiag.logs.records import joins
+from engdiag.logs.scan import LineScanner
+
+WINDOW_BYTES = 8 << 20
+"""Bytes searched at once: big enough to amortise the search, small enough for flat memory."""
+
+_ROLES = rb"(?:EngineCore|APIServer|ApiServer|VllmWorker|Worker|RayWorker)"
+_FALLBACK_CUES = (
+    re.compile(rb"\[rank[^\]\n]*\]:"),  # glog lines name their rank
+    re.compile(rb" NCCL "),  # NCCL lines name host, pid and device
+    re.compile(rb"(?:EngineCore|APIServer|ApiServer|VllmWorker|Worker)\S* (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) "),
+)
+"""Processes named where the bulk tag search cannot see them (one search each: an alternation is slow)."""
+_ROLE_TAG = re.compile(rb"\(" + _ROLES + rb"[^()\n]{0,250}\)")
+_ROLE_TAG_PID = re.compile(rb"\(" + _ROLES + rb"[^()\n]{0,250}? pid=\d+(?:, ip=[^)\s]*)?\)")
+_TAG = re.compile(rb"(\(([^()\n]{1,250}?) pid=(\d+)(?:, ip=([^)\s]*))?\))")
+"""Every process tag with a pid, and more (a superset: each is checked by the exact parser)."""
+_COLOUR = re.compile(rb"\x1b\[[0-9;]*[A-Za-z]|\^\[\[[0-9;]*m|\[[0-9;]*[0-9]m")
+"""Colour codes, as ``lines`` strips them: removed before the search so a literal they split is found."""
+
+
+def windows(stream: BinaryIO, byte_limit: int | None = None) -> Iterator[list[bytes]]:
+    """The stream's lines in windows of about ``WINDOW_BYTES``, each cut to ``MAX_LINE_BYTES`` as ``read_lines`` does."""
+    carry = b""
+    skipping = False
+    left = byte_limit
+    while True:
+        size = WINDOW_BYTES if left is None else min(WINDOW_BYTES, left)
+        block = stream.read(size) if size > 0 else b""
+        if left is not None:
+            left -= len(block)
+        if not block:
+            if carry:
+                yield [carry]
+            return
+        if skipping:
+            newline = block.find(b"\n")
+            if newline == -1:
+                continue
+            block, skipping = block[newline:], False
+        data = carry + block if carry else block
+        cut = data.rfind(b"\n")
+        if cut == -1:
+            carry = data
+            if len(carry) > MAX_LINE_BYTES:
+                carry, skipping = carry[:MAX_LINE_BYTES], True
+            continue
+        carry = data[cut + 1 :]
+        if len(carry) > MAX_LINE_BYTES:
+            carry, skipping = carry[:MAX_LINE_BYTES], True
+        lines = data[:cut].split(b"\n")
+        if max(map(len, lines)) > MAX_LINE_BYTES:
+            lines = [line[:MAX_LINE_BYTES] for line in lines]
+        yield lines
+
+
+class _Window:
+    """One window's lines, parsed lazily, and the plan of which to feed."""
+
+    def __init__(self, lines: list[bytes], first_line: int, before: Piece | None) -> None:
+        self.lines = lines
+        self.first_line = first_line
+        self.before = before
+        self._pieces: dict[int, list[Piece]] = {}
+
+    def pieces(self, index: int) -> list[Piece]:
+        found = self._pieces.get(index)
+        if found is None:
+            found = pieces(decode_line(self.lines[index]), self.first_line + index)
+            self._pieces[index] = found
+        return found
+
+    def joins_before(self, index: int) -> bool:
+        prev = self.pieces(index - 1)[-1] if index > 0 else self.before
+        return prev is not None and joins(prev, self.pieces(index)[0]) is not None
+
+    def start_of(self, index: int) -> int:
+        while index > 0 and self.joins_before(index):
+            index -= 1
+        return index
+
+    def end_of(self, index: int) -> int:
+        while index + 1 < len(self.lines) and self.joins_before(index + 1):
+            index += 1
+        return index
+
+    def timed(self, index: int) -> bool:
+        return any(piece.stamp is not None for piece in self.pieces(index))
+
+    def from_time(self, index: int) -> int:
+        """The nearest line at or before ``index`` with a time (0 if none in this window)."""
+        while index > 0 and not self.timed(index):
+            index -= 1
+        return index
+
+
+def _last_lines_of_procs(window: _Window, data: bytes, starts: list[int]) -> list[int]:
+    """The last line of each process in the window (tags found in bulk, each confirmed by the parser)."""
+    from bisect import bisect_right
+
+    found: list[int] = []
+    for whole, name, pid, ip in set(_TAG.findall(data)):
+        host = decode_line(ip) if b", ip=" in whole else None
+        proc = Proc(decode_line(name).strip(), int(pid), host)
+        end = len(data)
+        while (position := data.rfind(whole, 0, end)) != -1:
+            index = bisect_right(starts, position) - 1
+            if any(piece.proc == proc for piece in window.pieces(index)):
+                found.append(index)
+                break
+            end = starts[index]
+    return found
+
+
+def _plan(window: _Window, find: Finder, first_window: bool) -> list[int] | None:
+    """Indices of the lines to feed, in order; None when the window must be read line by line."""
+    lines = window.lines
+    data = b"\n".join(lines)
+    if any(cue.search(data) is not None for cue in _FALLBACK_CUES):
+        return None
+    if len(_ROLE_TAG.findall(data)) != len(_ROLE_TAG_PID.findall(data)):
+        return None  # a role tag without a pid names a process the tag search cannot see
+    starts = [0, *accumulate(len(line) + 1 for line in lines[:-1])]
+    searched = data
+    if _COLOUR.search(data) is not None:
+        searched = _COLOUR.sub(b"", data)
+        starts_searched = [0, *accumulate(len(line) + 1 for line in searched.split(b"\n")[:-1])]
+        candidates = find(searched, starts_searched)
+    else:
+        candidates = find(data, starts)
+    wanted: set[int] = set()
+
+    def add(first: int, last: int) -> None:
+        if not window.timed(first):
+            first = window.from_time(first)
+        wanted.update(range(first, last + 1))
+
+    last = len(lines) - 1
+    for index in sorted(candidates):
+        if index in wanted:
+            continue
+        add(window.start_of(index), window.end_of(index))
+    if window.joins_before(0):
+        add(0, window.end_of(0))
+    if first_window:
+        add(0, window.from_time(next((i for i in range(len(lines)) if window.timed(i)), 0)))
+    for index in _last_lines_of_procs(window, data, starts):
+        add(index, index)
+    add(last, last)
+    return sorted(wanted)
+
+
+def _with_gaps_closed(window: _Window, order: list[int], before: Piece | None) -> Iterator[int]:
+    """The planned lines, each gap's first line preceded by its neighbours while it would join the line fed before."""
+    fed = -1
+    prev = before
+    for index in order:
+        if index <= fed:
+            continue
+        start = index
+        while start > fed + 1 and prev is not None and joins(prev, window.pieces(start)[0]) is not None:
+            start -= 1
+        for line in range(start, index + 1):
+            yield line
+            prev = window.pieces(line)[-1]
+        fed = index
+
+
+def bulk_scan(
+    stream: BinaryIO,
+    scanner: LineScanner,
+    find: Finder,
+    sink: Callable[[Event], None],
+    *,
+    first_line: int = 1,
+    byte_limit: int | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> None:
+    """Feed ``scanner`` what it needs of the stream to emit exactly the events of a full scan."""
+    before: Piece | None = None
+    lineno = first_line
+    done = 0
+    for number, lines in enumerate(windows(stream, byte_limit)):
+        window = _Window(lines, lineno, before)
+        plan = _plan(window, find, number == 0 and first_line == 1)
+        if plan is None:
+            for index, line in enumerate(lines):
+                for event in scanner.feed(lineno + index, decode_line(line)):
+                    sink(event)
+        else:
+            for index in _with_gaps_closed(window, plan, before):
+                for event in scanner.feed_pieces(lineno + index, window.pieces(index)):
+                    sink(event)
+        before = pieces(decode_line(lines[-1]), lineno + len(lines) - 1)[-1] if plan is None else window.pieces(len(lines) - 1)[-1]
+        lineno += len(lines)
+        done += sum(len(line) + 1 for line in lines)
+        if progress is not None:
+            progress(done)
