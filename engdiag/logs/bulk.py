@@ -25,6 +25,7 @@ scanner.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from itertools import accumulate
 from typing import BinaryIO
@@ -50,11 +51,15 @@ _ROLE_TAG = re.compile(rb"\(" + _ROLES + rb"[^()\n]{0,250}\)")
 _ROLE_TAG_PID = re.compile(rb"\(" + _ROLES + rb"[^()\n]{0,250}? pid=\d+(?:, ip=[^)\s]*)?\)")
 _TAG = re.compile(rb"(\(([^()\n]{1,250}?) pid=(\d+)(?:, ip=([^)\s]*))?\))")
 """Every process tag with a pid, and more (a superset: each is checked by the exact parser)."""
+_CLOCK = re.compile(rb":[^\n:]{2,8}:")
+"""Every line with a time has this (``HH:MM:SS``, digits of any script): only such lines are parsed for one."""
+_CLOCK_SPAN = 10
+_CHUNK = 1 << 16
 _COLOUR = re.compile(rb"\x1b\[[0-9;]*[A-Za-z]|\^\[\[[0-9;]*m|\[[0-9;]*[0-9]m")
 """Colour codes, as ``lines`` strips them: removed before the search so a literal they split is found."""
 
 
-def windows(stream: BinaryIO, byte_limit: int | None = None) -> Iterator[list[bytes]]:
+def windows(stream: BinaryIO, byte_limit: int | None = None) -> Iterator[tuple[bytes, list[bytes]]]:
     """The stream's lines in windows of about ``WINDOW_BYTES``, each cut to ``MAX_LINE_BYTES`` as ``read_lines`` does."""
     carry = b""
     skipping = False
@@ -66,7 +71,7 @@ def windows(stream: BinaryIO, byte_limit: int | None = None) -> Iterator[list[by
             left -= len(block)
         if not block:
             if carry:
-                yield [carry]
+                yield carry, [carry]
             return
         if skipping:
             newline = block.find(b"\n")
@@ -83,17 +88,21 @@ def windows(stream: BinaryIO, byte_limit: int | None = None) -> Iterator[list[by
         carry = data[cut + 1 :]
         if len(carry) > MAX_LINE_BYTES:
             carry, skipping = carry[:MAX_LINE_BYTES], True
-        lines = data[:cut].split(b"\n")
+        window = data[:cut]
+        lines = window.split(b"\n")
         if max(map(len, lines)) > MAX_LINE_BYTES:
             lines = [line[:MAX_LINE_BYTES] for line in lines]
-        yield lines
+            window = b"\n".join(lines)
+        yield window, lines
 
 
 class _Window:
     """One window's lines, parsed lazily, and the plan of which to feed."""
 
-    def __init__(self, lines: list[bytes], first_line: int, before: Piece | None) -> None:
+    def __init__(self, data: bytes, lines: list[bytes], first_line: int, before: Piece | None) -> None:
+        self.data = data
         self.lines = lines
+        self.starts = [0, *accumulate(len(line) + 1 for line in lines[:-1])]
         self.first_line = first_line
         self.before = before
         self._pieces: dict[int, list[Piece]] = {}
@@ -123,16 +132,38 @@ class _Window:
         return any(piece.stamp is not None for piece in self.pieces(index))
 
     def from_time(self, index: int) -> int:
-        """The nearest line at or before ``index`` with a time (0 if none in this window)."""
-        while index > 0 and not self.timed(index):
-            index -= 1
-        return index
+        """The nearest line at or before ``index`` with a time; ``index`` itself if none is before it here.
+
+        With no time earlier in the window, the time the line inherits is the one the
+        previous window left in the scanner: nothing before it needs feeding.
+
+        Only lines with a clock-like ``:..:`` are parsed, found in chunks searched
+        backwards: a window of ten million lines without a time costs one search.
+        """
+        if self.timed(index):
+            return index
+        end = self.starts[index]
+        while True:
+            begin = max(0, end - _CHUNK)
+            for position in reversed([hit.start() for hit in _CLOCK.finditer(self.data, begin, end)]):
+                line = bisect_right(self.starts, position) - 1
+                if line < index and self.timed(line):
+                    return line
+            if begin == 0:
+                return index
+            end = begin + _CLOCK_SPAN  # a clock cut by the chunk's start is found in the next chunk
+
+    def first_timed(self) -> int | None:
+        """The first line with a time, if any (searched like ``from_time``, forwards)."""
+        for hit in _CLOCK.finditer(self.data):
+            line = bisect_right(self.starts, hit.start()) - 1
+            if self.timed(line):
+                return line
+        return None
 
 
 def _last_lines_of_procs(window: _Window, data: bytes, starts: list[int]) -> list[int]:
     """The last line of each process in the window (tags found in bulk, each confirmed by the parser)."""
-    from bisect import bisect_right
-
     found: list[int] = []
     for whole, name, pid, ip in set(_TAG.findall(data)):
         host = decode_line(ip) if b", ip=" in whole else None
@@ -149,13 +180,11 @@ def _last_lines_of_procs(window: _Window, data: bytes, starts: list[int]) -> lis
 
 def _plan(window: _Window, find: Finder, first_window: bool) -> list[int] | None:
     """Indices of the lines to feed, in order; None when the window must be read line by line."""
-    lines = window.lines
-    data = b"\n".join(lines)
+    lines, data, starts = window.lines, window.data, window.starts
     if any(cue.search(data) is not None for cue in _FALLBACK_CUES):
         return None
     if len(_ROLE_TAG.findall(data)) != len(_ROLE_TAG_PID.findall(data)):
         return None  # a role tag without a pid names a process the tag search cannot see
-    starts = [0, *accumulate(len(line) + 1 for line in lines[:-1])]
     searched = data
     if _COLOUR.search(data) is not None:
         searched = _COLOUR.sub(b"", data)
@@ -178,7 +207,8 @@ def _plan(window: _Window, find: Finder, first_window: bool) -> list[int] | None
     if window.joins_before(0):
         add(0, window.end_of(0))
     if first_window:
-        add(0, window.from_time(next((i for i in range(len(lines)) if window.timed(i)), 0)))
+        first = window.first_timed()
+        add(0, 0 if first is None else first)
     for index in _last_lines_of_procs(window, data, starts):
         add(index, index)
     add(last, last)
@@ -215,8 +245,8 @@ def bulk_scan(
     before: Piece | None = None
     lineno = first_line
     done = 0
-    for number, lines in enumerate(windows(stream, byte_limit)):
-        window = _Window(lines, lineno, before)
+    for number, (data, lines) in enumerate(windows(stream, byte_limit)):
+        window = _Window(data, lines, lineno, before)
         plan = _plan(window, find, number == 0 and first_line == 1)
         if plan is None:
             for index, line in enumerate(lines):

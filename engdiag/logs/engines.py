@@ -108,3 +108,11 @@ def active_backend() -> str:
 def finder(backend: str) -> Finder:
     """The literal search of a bulk backend."""
     return _hyperscan_finder() if backend == "hyperscan" else _python_finder()
+
+
+def describe_backend() -> str:
+    """The active backend for ``engdiag --version`` (never raises: a bad setting is named instead)."""
+    try:
+        return active_backend()
+    except UsageError as error:
+        return f"none ({error})"
