@@ -33,8 +33,9 @@ from typing import BinaryIO
 from engdiag.logs.engines import Finder
 from engdiag.logs.events import Event, Proc
 from engdiag.logs.inputs import MAX_LINE_BYTES, decode_line
-from engdiag.logs.lines import Piece, pieces
-from engdiag.logs.records import joins
+from engdiag.logs.lines import Piece, Shape, pieces
+from engdiag.logs.quick import hot_events, quick_piece
+from engdiag.logs.records import joins, tracebackish
 from engdiag.logs.scan import LineScanner
 
 WINDOW_BYTES = 8 << 20
@@ -101,6 +102,8 @@ class _Window:
 
     def __init__(self, data: bytes, lines: list[bytes], first_line: int, before: Piece | None) -> None:
         self.data = data
+        self.quick = _COLOUR.search(data) is None
+        """No colour code anywhere: the common line shapes may take ``quick_piece``."""
         self.lines = lines
         self.starts = [0, *accumulate(len(line) + 1 for line in lines[:-1])]
         self.first_line = first_line
@@ -110,7 +113,8 @@ class _Window:
     def pieces(self, index: int) -> list[Piece]:
         found = self._pieces.get(index)
         if found is None:
-            found = pieces(decode_line(self.lines[index]), self.first_line + index)
+            quick = quick_piece(self.lines[index], self.first_line + index) if self.quick else None
+            found = [quick] if quick is not None else pieces(decode_line(self.lines[index]), self.first_line + index)
             self._pieces[index] = found
         return found
 
@@ -178,8 +182,25 @@ def _last_lines_of_procs(window: _Window, data: bytes, starts: list[int]) -> lis
     return found
 
 
-def _plan(window: _Window, find: Finder, first_window: bool) -> list[int] | None:
-    """Indices of the lines to feed, in order; None when the window must be read line by line."""
+def _hot(window: _Window, index: int, literals: set[int], source: str) -> list[Event] | None:
+    """The events of a one-line record read without ``extract`` (``quick.hot_events``), if it is one."""
+    if not window.quick or index + 1 >= len(window.lines):
+        return None
+    found = window.pieces(index)
+    if len(found) != 1 or found[0].shape is not Shape.VLLM or not found[0].msg.strip() or tracebackish(found[0].msg):
+        return None  # it might continue the record before it
+    if joins(found[0], window.pieces(index + 1)[0]) is not None:
+        return None
+    return hot_events(found[0], literals, source)
+
+
+def _plan(
+    window: _Window, find: Finder, first_window: bool, hot: dict[int, list[Event]] | None, source: str
+) -> list[int] | None:
+    """Indices of the lines to feed, in order; None when the window must be read line by line.
+
+    ``hot`` (when given) receives the events of the one-line records read without ``extract``.
+    """
     lines, data, starts = window.lines, window.data, window.starts
     if any(cue.search(data) is not None for cue in _FALLBACK_CUES):
         return None
@@ -202,6 +223,11 @@ def _plan(window: _Window, find: Finder, first_window: bool) -> list[int] | None
     last = len(lines) - 1
     for index in sorted(candidates):
         if index in wanted:
+            continue
+        events = _hot(window, index, candidates[index], source) if hot is not None else None
+        if events is not None:
+            hot[index] = events  # type: ignore[index]
+            wanted.add(index)
             continue
         add(window.start_of(index), window.end_of(index))
     if window.joins_before(0):
@@ -247,14 +273,21 @@ def bulk_scan(
     done = 0
     for number, (data, lines) in enumerate(windows(stream, byte_limit)):
         window = _Window(data, lines, lineno, before)
-        plan = _plan(window, find, number == 0 and first_line == 1)
+        hot: dict[int, list[Event]] | None = None if scanner.show_prompts else {}
+        plan = _plan(window, find, number == 0 and first_line == 1, hot, scanner.summary.name)
         if plan is None:
             for index, line in enumerate(lines):
                 for event in scanner.feed(lineno + index, decode_line(line)):
                     sink(event)
         else:
+            known = hot or {}
             for index in _with_gaps_closed(window, plan, before):
-                for event in scanner.feed_pieces(lineno + index, window.pieces(index)):
+                events = known.get(index)
+                if events is not None:
+                    closed = scanner.feed_known(lineno + index, window.pieces(index)[0], events)
+                else:
+                    closed = scanner.feed_pieces(lineno + index, window.pieces(index))
+                for event in closed:
                     sink(event)
         before = pieces(decode_line(lines[-1]), lineno + len(lines) - 1)[-1] if plan is None else window.pieces(len(lines) - 1)[-1]
         lineno += len(lines)

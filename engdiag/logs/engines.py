@@ -21,8 +21,8 @@ from engdiag.logs.patterns import LITERALS
 ENV = "ENGDIAG_SCANNER"
 BACKENDS = ("hyperscan", "python", "lines")
 
-Finder = Callable[[bytes, Sequence[int]], set[int]]
-"""(window, line start offsets) → indices of the lines holding a literal."""
+Finder = Callable[[bytes, Sequence[int]], dict[int, set[int]]]
+"""(window, line start offsets) → line index → the indices (in ``literal_bytes()``) of the literals it holds."""
 
 
 def literal_bytes() -> tuple[bytes, ...]:
@@ -30,20 +30,16 @@ def literal_bytes() -> tuple[bytes, ...]:
     return tuple(dict.fromkeys(literal.encode() for literal in LITERALS))
 
 
-def _lines_of(offsets: Sequence[int], starts: Sequence[int]) -> set[int]:
-    return {bisect_right(starts, offset) - 1 for offset in offsets}
-
-
 def _python_finder() -> Finder:
     literals = literal_bytes()
 
-    def find(window: bytes, starts: Sequence[int]) -> set[int]:
-        found: set[int] = set()
-        for literal in literals:
+    def find(window: bytes, starts: Sequence[int]) -> dict[int, set[int]]:
+        found: dict[int, set[int]] = {}
+        for number, literal in enumerate(literals):
             position = window.find(literal)
             while position != -1:
                 line = bisect_right(starts, position) - 1
-                found.add(line)
+                found.setdefault(line, set()).add(number)
                 end = starts[line + 1] if line + 1 < len(starts) else len(window)
                 position = window.find(literal, end)
         return found
@@ -70,14 +66,18 @@ def _hyperscan_database():  # -> hyperscan.Database
 def _hyperscan_finder() -> Finder:
     database = _hyperscan_database()
 
-    def find(window: bytes, starts: Sequence[int]) -> set[int]:
-        ends: list[int] = []
+    def find(window: bytes, starts: Sequence[int]) -> dict[int, set[int]]:
+        hits: list[tuple[int, int]] = []
+        add = hits.append
 
-        def on_match(_id: int, _start: int, end: int, _flags: int, _context: object) -> None:
-            ends.append(end - 1)
+        def on_match(number: int, _start: int, end: int, _flags: int, _context: object) -> None:
+            add((end - 1, number))
 
         database.scan(window, match_event_handler=on_match)
-        return _lines_of(ends, starts)
+        found: dict[int, set[int]] = {}
+        for offset, number in hits:
+            found.setdefault(bisect_right(starts, offset) - 1, set()).add(number)
+        return found
 
     return find
 
