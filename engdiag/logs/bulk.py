@@ -38,8 +38,10 @@ from engdiag.logs.quick import hot_events, quick_piece
 from engdiag.logs.records import joins, tracebackish
 from engdiag.logs.scan import LineScanner
 
-WINDOW_BYTES = 8 << 20
+WINDOW_BYTES = 4 << 20
 """Bytes searched at once: big enough to amortise the search, small enough for flat memory."""
+DENSE_SHARE = 8
+"""A window with candidates on more than one line in this many is read line by line (planning would not pay)."""
 
 _ROLES = rb"(?:EngineCore|APIServer|ApiServer|VllmWorker|Worker|RayWorker)"
 _FALLBACK_CUES = (
@@ -118,6 +120,11 @@ class _Window:
             self._pieces[index] = found
         return found
 
+    def forget(self, before: int) -> None:
+        """Drop parsed lines before ``before`` (a dense window is read once, in order: memory stays flat)."""
+        for index in [i for i in self._pieces if i < before]:
+            del self._pieces[index]
+
     def joins_before(self, index: int) -> bool:
         prev = self.pieces(index - 1)[-1] if index > 0 else self.before
         return prev is not None and joins(prev, self.pieces(index)[0]) is not None
@@ -194,25 +201,33 @@ def _hot(window: _Window, index: int, literals: set[int], source: str) -> list[E
     return hot_events(found[0], literals, source)
 
 
+def _candidates(window: _Window, find: Finder) -> dict[int, set[int]]:
+    """Line index → literals it holds (searched with colour codes removed, as cleaning would)."""
+    if window.quick:
+        return find(window.data, window.starts)
+    searched = _COLOUR.sub(b"", window.data)
+    return find(searched, [0, *accumulate(len(line) + 1 for line in searched.split(b"\n")[:-1])])
+
+
+def _sparse(window: _Window, candidates: dict[int, set[int]]) -> bool:
+    """Few enough candidates, and every process visible to the tag search: worth planning."""
+    data = window.data
+    if len(candidates) * DENSE_SHARE > len(window.lines):
+        return False
+    if any(cue.search(data) is not None for cue in _FALLBACK_CUES):
+        return False
+    return len(_ROLE_TAG.findall(data)) == len(_ROLE_TAG_PID.findall(data))  # role tags without a pid: unseen
+
+
 def _plan(
-    window: _Window, find: Finder, first_window: bool, hot: dict[int, list[Event]] | None, source: str
-) -> list[int] | None:
-    """Indices of the lines to feed, in order; None when the window must be read line by line.
+    window: _Window, candidates: dict[int, set[int]], first_window: bool, hot: dict[int, list[Event]] | None,
+    source: str,
+) -> list[int]:
+    """Indices of the lines to feed, in order.
 
     ``hot`` (when given) receives the events of the one-line records read without ``extract``.
     """
     lines, data, starts = window.lines, window.data, window.starts
-    if any(cue.search(data) is not None for cue in _FALLBACK_CUES):
-        return None
-    if len(_ROLE_TAG.findall(data)) != len(_ROLE_TAG_PID.findall(data)):
-        return None  # a role tag without a pid names a process the tag search cannot see
-    searched = data
-    if _COLOUR.search(data) is not None:
-        searched = _COLOUR.sub(b"", data)
-        starts_searched = [0, *accumulate(len(line) + 1 for line in searched.split(b"\n")[:-1])]
-        candidates = find(searched, starts_searched)
-    else:
-        candidates = find(data, starts)
     wanted: set[int] = set()
 
     def add(first: int, last: int) -> None:
@@ -257,6 +272,31 @@ def _with_gaps_closed(window: _Window, order: list[int], before: Piece | None) -
         fed = index
 
 
+def _feed_all(
+    window: _Window, candidates: dict[int, set[int]], scanner: LineScanner, sink: Callable[[Event], None], hot: bool
+) -> None:
+    """Every line of a dense window, in order; one-piece records with known literals (or none) skip ``extract``."""
+    source = scanner.summary.name
+    first = window.first_line
+    for index in range(len(window.lines)):
+        found = window.pieces(index)
+        events: list[Event] | None = None
+        if hot and len(found) == 1:
+            literals = candidates.get(index)
+            if literals is None:
+                events = []  # no literal: its record, if it stays one piece, yields nothing
+            elif found[0].shape is Shape.VLLM and found[0].msg.strip() and not tracebackish(found[0].msg):
+                events = hot_events(found[0], literals, source)
+        if events is not None:
+            closed = scanner.feed_known(first + index, found[0], events)
+        else:
+            closed = scanner.feed_pieces(first + index, found)
+        for event in closed:
+            sink(event)
+        if index and index % 4096 == 0:
+            window.forget(index - 1)
+
+
 def bulk_scan(
     stream: BinaryIO,
     scanner: LineScanner,
@@ -274,12 +314,11 @@ def bulk_scan(
     for number, (data, lines) in enumerate(windows(stream, byte_limit)):
         window = _Window(data, lines, lineno, before)
         hot: dict[int, list[Event]] | None = None if scanner.show_prompts else {}
-        plan = _plan(window, find, number == 0 and first_line == 1, hot, scanner.summary.name)
-        if plan is None:
-            for index, line in enumerate(lines):
-                for event in scanner.feed(lineno + index, decode_line(line)):
-                    sink(event)
+        candidates = _candidates(window, find)
+        if not _sparse(window, candidates):
+            _feed_all(window, candidates, scanner, sink, hot is not None)
         else:
+            plan = _plan(window, candidates, number == 0 and first_line == 1, hot, scanner.summary.name)
             known = hot or {}
             for index in _with_gaps_closed(window, plan, before):
                 events = known.get(index)
@@ -289,7 +328,7 @@ def bulk_scan(
                     closed = scanner.feed_pieces(lineno + index, window.pieces(index))
                 for event in closed:
                     sink(event)
-        before = pieces(decode_line(lines[-1]), lineno + len(lines) - 1)[-1] if plan is None else window.pieces(len(lines) - 1)[-1]
+        before = window.pieces(len(lines) - 1)[-1]
         lineno += len(lines)
         done += sum(len(line) + 1 for line in lines)
         if progress is not None:
