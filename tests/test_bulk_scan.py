@@ -173,3 +173,9 @@ def test_an_unknown_or_unavailable_backend_is_a_usage_error(monkeypatch):
     monkeypatch.delenv(ENV, raising=False)
     assert active_backend() in BULK
     random.seed(0)
+
+
+def test_blank_lines_and_many_tiny_windows(tmp_path, monkeypatch):
+    monkeypatch.setattr(bulk, "WINDOW_LINES", 7)
+    lines = ["", "", *_hard_lines()[:30], "", "", *list(synth.incident("crash-ima", minutes=2))[:300], ""]
+    _same_everywhere(write_log(tmp_path / "blank.log", lines), monkeypatch, window_bytes=700)

@@ -40,6 +40,8 @@ from engdiag.logs.scan import LineScanner
 
 WINDOW_BYTES = 4 << 20
 """Bytes searched at once: big enough to amortise the search, small enough for flat memory."""
+WINDOW_LINES = 1 << 16
+"""Lines per window at most: memory is per line as much as per byte."""
 DENSE_SHARE = 8
 """A window with candidates on more than one line in this many is read line by line (planning would not pay)."""
 
@@ -91,12 +93,20 @@ def windows(stream: BinaryIO, byte_limit: int | None = None) -> Iterator[tuple[b
         carry = data[cut + 1 :]
         if len(carry) > MAX_LINE_BYTES:
             carry, skipping = carry[:MAX_LINE_BYTES], True
-        window = data[:cut]
-        lines = window.split(b"\n")
+        yield from _by_lines(data[:cut])
+
+
+def _by_lines(window: bytes) -> Iterator[tuple[bytes, list[bytes]]]:
+    """A block cut into windows of at most ``WINDOW_LINES`` lines (tiny lines would make huge lists)."""
+    while True:
+        lines = window.split(b"\n", WINDOW_LINES)
+        more = len(lines) > WINDOW_LINES
+        window = lines.pop() if more else b""
         if max(map(len, lines)) > MAX_LINE_BYTES:
             lines = [line[:MAX_LINE_BYTES] for line in lines]
-            window = b"\n".join(lines)
-        yield window, lines
+        yield b"\n".join(lines), lines
+        if not more:
+            return
 
 
 class _Window:
