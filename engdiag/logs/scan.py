@@ -1,7 +1,7 @@
 """The straightforward scanner: every line is cleaned, grouped into records and read.
 
 This path defines what the events of a log *are*; the bulk scanner
-(``engdiag.logs.fastscan``) must produce exactly the same events and summary.
+(``engdiag.logs.bulk``) must produce exactly the same events and summary (tests/test_bulk_scan.py).
 """
 
 from __future__ import annotations
