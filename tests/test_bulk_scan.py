@@ -25,7 +25,6 @@ from engdiag.logs import bulk
 from engdiag.logs.engines import ENV, active_backend
 from engdiag.logs.inputs import MAX_LINE_BYTES, expand
 from engdiag.logs.source import scan_input
-
 from tests.conftest import CORPUS, run_engdiag, write_log
 
 BULK = ["python"]

@@ -47,7 +47,7 @@ def _same_as_plain(result: subprocess.CompletedProcess[bytes], expected: dict) -
 
 def test_process_substitution_streams_like_stdin(expected):
     script = f'"{sys.executable}" -m engdiag analyze --json <(cat "{EXAMPLE}")'
-    result = subprocess.run(["bash", "-c", script], capture_output=True, timeout=60,
+    result = subprocess.run(["bash", "-c", script], capture_output=True, timeout=60, check=False,
                             env={**os.environ, "NO_COLOR": "1"})
     _same_as_plain(result, expected)
 
@@ -58,8 +58,7 @@ def test_a_fifo_streams_like_stdin(tmp_path, expected):
 
     def feed() -> None:
         with open(fifo, "wb") as writer:
-            for line in EXAMPLE.read_bytes().splitlines(keepends=True):
-                writer.write(line)
+            writer.writelines(EXAMPLE.read_bytes().splitlines(keepends=True))
 
     writer = threading.Thread(target=feed, daemon=True)
     writer.start()
@@ -70,7 +69,7 @@ def test_a_fifo_streams_like_stdin(tmp_path, expected):
 
 def test_tail_on_a_pipe_says_it_reads_all(expected):
     script = f'"{sys.executable}" -m engdiag analyze --json --tail 100000 <(cat "{EXAMPLE}")'
-    result = subprocess.run(["bash", "-c", script], capture_output=True, timeout=60,
+    result = subprocess.run(["bash", "-c", script], capture_output=True, timeout=60, check=False,
                             env={**os.environ, "NO_COLOR": "1"})
     _same_as_plain(result, expected)
     assert b"cannot seek; --tail reads all of it" in result.stderr

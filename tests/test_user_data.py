@@ -16,7 +16,6 @@ from hypothesis import strategies as st
 from engdiag.analysis.analyze import analyze
 from engdiag.logs.patterns import LITERALS
 from engdiag.redact import redact
-
 from tests.conftest import run_engdiag, write_log
 
 HEAD = "(APIServer pid=7) INFO 10-22 09:30:{s:02d} [logger.py:43] "

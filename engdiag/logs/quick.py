@@ -16,6 +16,7 @@ literals run.  tests/test_bulk_scan.py holds both to the full path.
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 
 from engdiag.logs.engines import literal_bytes
 from engdiag.logs.events import Event, Proc, Stamp
@@ -96,7 +97,7 @@ def hot_events(piece: Piece, literals: set[int], source: str) -> list[Event] | N
     if "\n" in text:
         return None
     found = sorted((position, literal) for literal in (HOT[n] for n in literals) if (position := text.find(literal)) != -1)
-    if any(a + len(x) > b for (a, x), (b, _) in zip(found, found[1:])):
+    if any(a + len(x) > b for (a, x), (b, _) in pairwise(found)):
         return None  # overlapping literals: the alternation of extract might pick another one
     line = text.strip()[:MAX_EVENT_TEXT].rstrip()
     events: list[Event] = []
