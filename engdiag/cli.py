@@ -27,7 +27,9 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        typer.echo(f"engdiag {__version__}")
+        from engdiag.logs.engines import describe_backend
+
+        typer.echo(f"engdiag {__version__} (log scanner: {describe_backend()})")
         raise typer.Exit()
 
 

@@ -1,12 +1,16 @@
-"""Prompts and generated text are user data: replace them with their size, before anything reads them.
+"""Everything a user sends is user data: replace it with its size, before anything reads it.
 
-vLLM's request logs print the prompt (``prompt: '...'``), its token ids and, with
-``--enable-log-outputs``, the output.  ``mask`` replaces each with its size —
-``<prompt: 812 chars>``, ``<2048 token ids>`` — and is applied to every record
-*before* signal matching, so a prompt that happens to say "CUDA out of memory"
-is never mistaken for one, and prompt text never reaches an output unless the
-user asked for ``--show-prompts``.  The scan jumps over each value with
-``str.find``: user data is never run through a regular expression.
+vLLM's request logs print the prompt (``prompt: '...'``), its token ids, the
+sampling parameters — stop strings, bad words, guided-decoding / structured-output
+JSON schemas, regexes, choices and grammars — and, with ``--enable-log-outputs``,
+the output; API-server debug lines can carry tool definitions and response
+formats.  ``mask`` replaces each value with its size — ``<prompt: 812 chars>``,
+``<2048 token ids>``, ``<stop: 21 chars>`` — and is applied to every record
+*before* signal matching, so a request with ``stop=['CUDA out of memory']`` is
+never mistaken for an OOM, and none of it reaches an output unless the user
+asked for ``--show-prompts``.  Values are skipped by a bracket-and-quote walk
+(``str.find`` and one character-class search): no backtracking pattern ever
+runs over user data.
 """
 
 from __future__ import annotations
@@ -16,9 +20,17 @@ from bisect import bisect_right
 from dataclasses import dataclass
 
 _KEY = re.compile(
-    r"\b(?P<key>prompt|Prompt|output|Generated text|prompt_token_ids|output_token_ids|"
-    r"token_ids|prompt_embeds)(?P<sep>\s*[:=]\s*)(?=['\"\[])"
+    r"(?<![\w.])['\"]?(?P<key>prompt|Prompt|output|Generated text|prompt_token_ids|output_token_ids|"
+    r"token_ids|prompt_embeds|"
+    r"stop|bad_words|json|regex|choice|grammar|structural_tag|whitespace_pattern|"
+    r"guided_json|guided_regex|guided_choice|guided_grammar|guided_whitespace_pattern|"
+    r"tools|functions|tool_choice|response_format|messages|extra_args|logit_bias)"
+    r"['\"]?(?P<sep>\s*[:=]\s*)(?=['\"\[{])"
 )
+_TOKEN_KEYS = frozenset({"prompt_token_ids", "output_token_ids", "token_ids", "prompt_embeds"})
+_TEXT_KEYS = frozenset({"prompt", "Prompt", "output", "Generated text"})
+_STRUCTURE = re.compile(r"""[\[\]{}()'"\n]""")
+_CLOSERS = {"[": "]", "{": "}", "(": ")"}
 MASK_LIMIT = 32
 """Strings longer than this in frame locals are masked (they can hold prompts)."""
 
@@ -50,6 +62,40 @@ def _list_end(text: str, start: int) -> tuple[int, int, bool]:
     return (close + 1 if close != -1 else stop), items, close != -1
 
 
+def _value_end(text: str, start: int) -> tuple[int, bool]:
+    """Index after the repr / JSON value (list, dict, string) at ``start``, stopping at a line end."""
+    if text[start] in "'\"":
+        end, closed = _string_end(text, start)
+        newline = text.find("\n", start, end)
+        return (newline, False) if newline != -1 else (end, closed)
+    expected: list[str] = []
+    position = start
+    while True:
+        found = _STRUCTURE.search(text, position)
+        if found is None:
+            return len(text), False
+        char, index = found.group(), found.start()
+        if char == "\n":
+            return index, False
+        if char in "'\"":
+            end, closed = _string_end(text, index)
+            newline = text.find("\n", index, end)
+            if newline != -1 or not closed:
+                return (newline if newline != -1 else end), False
+            position = end
+        elif char in _CLOSERS:
+            expected.append(_CLOSERS[char])
+            position = index + 1
+        else:
+            if not expected or expected[-1] == char:
+                expected.pop() if expected else None
+            else:
+                expected.clear()  # unbalanced: end the value here rather than run past it
+            if not expected:
+                return index + 1, True
+            position = index + 1
+
+
 @dataclass(frozen=True, slots=True)
 class Masked:
     """Text with user data replaced, and a way back to positions in the original."""
@@ -78,14 +124,16 @@ def mask(text: str) -> Masked:
         value_start = match.end()
         out.append(text[position:value_start])
         length += value_start - position
-        if text[value_start] == "[":
+        key = match["key"]
+        if text[value_start] == "[" and key not in _TEXT_KEYS and (key in _TOKEN_KEYS or _numbers(text, value_start)):
             end, items, closed = _list_end(text, value_start)
-            noun = "token ids" if "token_ids" in match["key"] else "items"
+            noun = "token ids" if "token_ids" in key else "items"
             placeholder = f"<{'' if closed else '≥'}{items} {noun}>"
         else:
-            end, closed = _string_end(text, value_start)
-            chars = max(end - value_start - (2 if closed else 1), 0)
-            placeholder = f"<{match['key'].lower()}: {chars} chars>"
+            end, closed = _value_end(text, value_start)
+            quoted = text[value_start] in "'\""
+            chars = max(end - value_start - ((2 if closed else 1) if quoted else 0), 0)
+            placeholder = f"<{key.lower()}: {'' if closed or quoted else '≥'}{chars} chars>"
         out.append(placeholder)
         length += len(placeholder)
         shift += (end - value_start) - len(placeholder)
@@ -94,6 +142,12 @@ def mask(text: str) -> Masked:
         match = _KEY.search(text, position)
     out.append(text[position:])
     return Masked("".join(out), tuple(edits))
+
+
+def _numbers(text: str, start: int) -> bool:
+    """Does the list at ``start`` begin with a number (token ids), not a string or a dict?"""
+    head = text[start + 1 : start + 2]
+    return head.isdigit() or head in ("]", "-")
 
 
 def redact(text: str) -> str:

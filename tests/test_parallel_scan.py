@@ -14,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engdiag import synth
-from engdiag.analysis.analyze import analyze, scan_input, scan_parallel
+from engdiag.analysis.analyze import analyze
+from engdiag.logs.source import scan_input, scan_parallel
 from engdiag.analysis.timeline import TimelineBuilder
 from engdiag.logs.inputs import expand
 
@@ -33,7 +34,7 @@ def _timelines(path, jobs):
     log = expand([str(path)])[0]
     sequential = TimelineBuilder()
     summary = scan_input(log, 0, 0, False, sequential.add)
-    joined = scan_parallel(log, 0, 0, False, jobs)
+    joined = scan_parallel(log, 0, 0, False, jobs, TimelineBuilder)
     assert joined is not None, "the file should be cut"
     return sequential.build([summary]), joined[0].build([joined[1]])
 
@@ -57,7 +58,7 @@ def test_generated_incidents_scan_the_same_in_parallel(tmp_path, style, jobs):
 
 
 def test_every_corpus_case_concatenated_analyses_the_same(tmp_path, monkeypatch):
-    monkeypatch.setattr("engdiag.analysis.analyze.PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr("engdiag.logs.source.PARALLEL_MIN_BYTES", 0)
     text = "".join((case / "log.txt").read_text() + "\n" for case in sorted(CORPUS.glob("*")) if (case / "log.txt").exists())
     path = tmp_path / "all.log"
     path.write_text(text * 20)
@@ -71,7 +72,7 @@ def test_every_corpus_case_concatenated_analyses_the_same(tmp_path, monkeypatch)
 @settings(max_examples=10, deadline=None)
 @given(st.integers(2, 6), st.integers(0, 2**16), st.sampled_from(sorted(synth.INCIDENTS)))
 def test_any_cut_count_and_seed(tmp_path_factory, jobs, seed, name):
-    import engdiag.analysis.analyze as module
+    import engdiag.logs.source as module
 
     path = tmp_path_factory.mktemp("cut") / "x.log"
     write_log(path, synth.incident(name, synth.Style(wrap=150 if seed % 2 else None), minutes=8, seed=seed,

@@ -15,7 +15,7 @@ from engdiag.errors import ExitCode, UsageError
 NAME = "analyze"
 NO_ARGS_HELP = True
 HELP = (
-    "Read vLLM logs (files, directories, .gz, - for stdin) and say whether the engine was "
+    "Read vLLM logs (files, directories, pipes, .gz/.bz2/.xz/.zst, - for stdin) and say whether the engine was "
     "slow, deadlocked, out of GPU memory or crashed, with the evidence and next steps."
 )
 FAIL_ON_CHOICES = [kind.value for kind in Kind] + ["any"]
@@ -40,9 +40,12 @@ def _progress_bar():  # -> rich.progress.Progress | None
 def _run(paths: list[str], show_prompts: bool, jobs: int | None, window):  # -> Analysis
     from engdiag.analysis.analyze import analyze
 
+    def note(line: str) -> None:
+        stderr_console().print(f"engdiag: note: {line}", markup=False, highlight=False)
+
     bar = _progress_bar()
     if bar is None:
-        return analyze(paths, show_prompts=show_prompts, jobs=jobs, window=window)
+        return analyze(paths, show_prompts=show_prompts, jobs=jobs, window=window, note=note)
     tasks: dict[str, int] = {}
 
     def report(name: str, done: int, total: int | None) -> None:
@@ -51,7 +54,7 @@ def _run(paths: list[str], show_prompts: bool, jobs: int | None, window):  # -> 
         bar.update(tasks[name], completed=done)
 
     with bar:
-        return analyze(paths, show_prompts=show_prompts, progress=report, jobs=jobs, window=window)
+        return analyze(paths, show_prompts=show_prompts, progress=report, jobs=jobs, window=window, note=note)
 
 
 def command(

@@ -1,16 +1,20 @@
-"""The only module that opens log inputs: files, directories, ``.gz`` and stdin.
+"""The only module that opens log inputs: files, directories, pipes, FIFOs and stdin.
 
 Inputs are streamed in bounded pieces, never read whole; a line longer than
 ``MAX_LINE_BYTES`` keeps its first part and the rest is skipped as it streams
-by.  Every way an input can fail becomes an ``InputError`` with a next step.
+by.  Compression (gzip, also nested; bzip2; xz; zstd) and UTF-16/32 are
+recognised by their first bytes (``engdiag.logs.unzip``).  Pipes, FIFOs and
+``<(...)`` stream like stdin; character and block devices are refused before
+anything is read (``/dev/zero`` would never end).  Every way an input can fail
+becomes an ``InputError`` with a next step.
 """
 
 from __future__ import annotations
 
-import io
+import errno
 import os
+import stat
 import sys
-import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -18,21 +22,59 @@ from pathlib import Path
 from typing import BinaryIO
 
 from engdiag.errors import InputError, NoLogsFound
-from engdiag.logs.unzip import open_gzip
+from engdiag.logs.unzip import Unsupported, codec_of, read_errors, read_head, text_encoding, unwrap
 
 MAX_LINE_BYTES = 1 << 20
 """Bytes kept of one line; a 64 MiB line costs 1 MiB of memory, not 64."""
-LOG_SUFFIXES = (".log", ".txt", ".out", ".gz")
+LOG_SUFFIXES = (".log", ".txt", ".out", ".gz", ".bz2", ".xz", ".zst")
 STDIN = "-"
-_GZIP_MAGIC = b"\x1f\x8b"
+_TOOLS = {".gz": ("gzip", "zcat"), ".bz2": ("bzip2", "bzcat"), ".xz": ("xz", "xzcat"), ".zst": ("zstd", "zstdcat")}
+"""How a truncated file is named and read as far as it goes, by its usual suffix."""
 
 
 @dataclass(frozen=True, slots=True)
 class LogInput:
-    """One input stream: a file path or ``-`` for stdin."""
+    """One input: a regular file (``seekable``), a pipe or FIFO by path, or ``-`` for stdin."""
 
     name: str
     path: Path | None
+    seekable: bool = True
+    """A regular file: it can be peeked, split and read from the end. Pipes and stdin cannot."""
+
+
+def _stat_failure(raw: str, error: OSError) -> InputError:
+    if error.errno == errno.ELOOP:
+        return InputError(
+            f"{raw}: symbolic link loop (a link in the path points back to itself)",
+            hint=f"fix the link; see where it points: ls -l {raw}",
+        )
+    if error.errno == errno.ENOENT and os.path.islink(raw):
+        return InputError(
+            f"{raw}: broken symbolic link (it points to {os.readlink(raw)}, which does not exist)",
+            hint="point the link at the log, or pass the log's own path",
+        )
+    if isinstance(error, PermissionError):
+        return InputError(f"{raw}: permission denied", hint="run as a user who can read the file, or with sudo")
+    if error.errno == errno.ENOENT:
+        return InputError(f"{raw}: no such file or directory")
+    return InputError(f"{raw}: cannot read ({error.strerror or error})")
+
+
+def _classify(raw: str) -> LogInput | None:
+    """A ``LogInput`` for a non-directory path, None for a directory; devices refused."""
+    try:
+        mode = os.stat(raw).st_mode
+    except OSError as error:
+        raise _stat_failure(raw, error) from error
+    if stat.S_ISDIR(mode):
+        return None
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        kind = "character" if stat.S_ISCHR(mode) else "block"
+        raise InputError(
+            f"{raw}: a {kind} device, not a log (reading it might never end)",
+            hint="pass a log file, or pipe the log in: command | engdiag analyze -",
+        )
+    return LogInput(raw, Path(raw), seekable=stat.S_ISREG(mode))
 
 
 def expand(paths: list[str]) -> list[LogInput]:
@@ -40,72 +82,94 @@ def expand(paths: list[str]) -> list[LogInput]:
     inputs: list[LogInput] = []
     for raw in paths:
         if raw == STDIN:
-            inputs.append(LogInput(STDIN, None))
+            inputs.append(LogInput(STDIN, None, seekable=False))
             continue
-        path = Path(raw)
-        if path.is_dir():
-            found = sorted(
-                p for p in path.rglob("*") if p.is_file() and p.name.endswith(LOG_SUFFIXES)
-            )
-            if not found:
-                raise NoLogsFound(f"{raw}: directory holds no *.log, *.txt, *.out or *.gz file")
-            inputs.extend(LogInput(str(p), p) for p in found)
-        elif path.exists():
-            inputs.append(LogInput(raw, path))
-        else:
-            raise InputError(f"{raw}: no such file or directory")
+        found = _classify(raw)
+        if found is not None:
+            inputs.append(found)
+            continue
+        files = sorted(p for p in Path(raw).rglob("*") if p.is_file() and p.name.endswith(LOG_SUFFIXES))
+        if not files:
+            raise NoLogsFound(f"{raw}: directory holds no {', '.join('*' + s for s in LOG_SUFFIXES)} file")
+        inputs.extend(LogInput(str(p), p) for p in files)
     return inputs
 
 
 def _failure(name: str, error: BaseException) -> InputError:
+    if isinstance(error, InputError):
+        return error
+    if isinstance(error, Unsupported):
+        return InputError(str(error), hint="decompress it first, then pass the plain log")
     if isinstance(error, PermissionError):
         return InputError(
             f"{name}: permission denied", hint="run as a user who can read the file, or with sudo"
         )
     if isinstance(error, EOFError):
-        return InputError(
-            f"{name}: gzip stream is truncated (the file was cut off or is still being written)",
-            hint=f"analyse the part that is there: zcat {name} 2>/dev/null | engdiag analyze -",
+        codec, cat = next(
+            (found for suffix, found in _TOOLS.items() if name.endswith(suffix)), ("compressed", "zcat -f")
         )
-    if isinstance(error, zlib.error):
         return InputError(
-            f"{name}: not valid gzip data ({error})",
-            hint="rename the file if it is plain text, or check that it was copied completely",
+            f"{name}: {codec} stream is truncated (the file was cut off or is still being written)",
+            hint=f"analyse the part that is there: {cat} {name} 2>/dev/null | engdiag analyze -",
         )
-    return InputError(f"{name}: cannot read ({error.__class__.__name__}: {error})")
+    if isinstance(error, OSError) and error.errno is not None:
+        return InputError(f"{name}: cannot read ({error.strerror or error})")
+    return InputError(
+        f"{name}: damaged compressed data ({error})",
+        hint="check that the file was copied completely, or decompress it by hand to see where it breaks",
+    )
+
+
+def _stdin() -> BinaryIO:
+    raw = sys.stdin.buffer if sys.stdin is not None else None
+    if raw is None:
+        raise InputError("stdin is closed", hint="pipe a log in, or name a file")
+    return raw  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class Opened:
+    """An open input: its text as UTF-8 bytes, and whether that is the file itself (seekable)."""
+
+    stream: BinaryIO
+    plain: bool
+    layers: tuple[str, ...] = ()
+
+
+@contextmanager
+def open_input(log: LogInput) -> Iterator[Opened]:
+    """Open an input; compression and UTF-16/32 are undone by their first bytes."""
+    errors = (*read_errors(), Unsupported)
+    try:
+        if log.path is None:
+            stream, layers = unwrap(_stdin(), log.name)
+            yield Opened(stream, False, tuple(layers))
+            return
+        with open(log.path, "rb") as handle:
+            if log.seekable:
+                head = read_head(handle)
+                handle.seek(0)
+                if codec_of(head) is None and text_encoding(head) is None:
+                    if log.name.endswith(".gz") and head:
+                        raise InputError(
+                            f"{log.name}: named .gz but not gzip-compressed",
+                            hint="rename it without .gz if it is plain text",
+                        )
+                    yield Opened(handle, True)
+                    return
+            stream, layers = unwrap(handle, log.name)  # type: ignore[arg-type]
+            yield Opened(stream, False, tuple(layers))
+    except InputError:
+        raise
+    except errors as error:
+        raise _failure(log.name, error) from error
 
 
 @contextmanager
 def open_binary(log: LogInput) -> Iterator[BinaryIO]:
-    """Open an input as a binary stream, decompressing gzip by its magic bytes."""
-    try:
-        if log.path is None:
-            raw = sys.stdin.buffer if sys.stdin is not None else None
-            if raw is None:
-                raise InputError("stdin is closed", hint="pipe a log in, or name a file")
-            buffered = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw)  # type: ignore[arg-type]
-            stream: BinaryIO = buffered
-            if buffered.peek(2)[:2] == _GZIP_MAGIC:
-                stream = open_gzip(buffered)  # type: ignore[assignment]
-            yield stream
-            return
-        with open(log.path, "rb") as handle:
-            head = handle.read(2)
-            handle.seek(0)
-            if head == _GZIP_MAGIC:
-                with open_gzip(handle) as unzipped:  # type: ignore[arg-type]
-                    yield unzipped  # type: ignore[misc]
-            elif log.name.endswith(".gz") and head:
-                raise InputError(
-                    f"{log.name}: named .gz but not gzip-compressed",
-                    hint="rename it without .gz if it is plain text",
-                )
-            else:
-                yield handle
-    except InputError:
-        raise
-    except (OSError, EOFError, zlib.error) as error:
-        raise _failure(log.name, error) from error
+    """The input's text as a binary stream (see ``open_input``)."""
+    with open_input(log) as opened:
+        yield opened.stream
 
 
 def decode_line(raw: bytes) -> str:
@@ -137,7 +201,7 @@ def read_lines(
             if not chunk.endswith(b"\n"):
                 consumed += _skip_rest_of_line(stream)
             yield lineno, decode_line(chunk.rstrip(b"\n"))
-    except (OSError, EOFError, zlib.error) as error:
+    except read_errors() as error:
         raise _failure(name, error) from error
 
 
@@ -163,15 +227,18 @@ def count_lines(path: Path, end: int) -> int:
     return total
 
 
-def is_gzip(path: Path) -> bool:
-    """Does the file start with the gzip magic bytes?"""
-    with open(path, "rb") as handle:
-        return handle.read(2) == _GZIP_MAGIC
+def is_plain(log: LogInput) -> bool:
+    """A regular file whose bytes are the text itself (it can be split, tailed and bisected)."""
+    if log.path is None or not log.seekable:
+        return False
+    with open(log.path, "rb") as handle:
+        head = read_head(handle)
+    return codec_of(head) is None and text_encoding(head) is None
 
 
 def file_size(log: LogInput) -> int | None:
     """Size in bytes of a file input, if it has one."""
     try:
-        return os.stat(log.path).st_size if log.path is not None else None
+        return os.stat(log.path).st_size if log.path is not None and log.seekable else None
     except OSError:
         return None

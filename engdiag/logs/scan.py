@@ -1,7 +1,7 @@
 """The straightforward scanner: every line is cleaned, grouped into records and read.
 
 This path defines what the events of a log *are*; the bulk scanner
-(``engdiag.logs.fastscan``) must produce exactly the same events and summary.
+(``engdiag.logs.bulk``) must produce exactly the same events and summary (tests/test_bulk_scan.py).
 """
 
 from __future__ import annotations
@@ -49,6 +49,8 @@ class LineScanner:
         self._raw_first: Stamp | None = None
         self._raw_last: Stamp | None = None
         self._raw_seen: dict[Proc, tuple[int, Stamp | None]] = {}
+        self._known: tuple[Piece, list[Event]] | None = None
+        """A one-piece record fed with its events already read (``feed_known``), placed when it closes."""
 
     @property
     def last_stamp(self) -> Stamp | None:
@@ -68,6 +70,39 @@ class LineScanner:
             events.extend(self._piece(piece))
         return events
 
+    @property
+    def show_prompts(self) -> bool:
+        """Whether event text keeps prompt text (then only the full path may read records)."""
+        return self._show_prompts
+
+    def feed_known(self, lineno: int, piece: Piece, events: list[Event]) -> list[Event]:
+        """Feed a one-piece record whose events (stamps not yet placed) were read by the bulk scanner.
+
+        They are emitted when the record closes, exactly where ``extract`` would have
+        run; should a later piece join the record after all, it is read the full way.
+        """
+        closed = self.feed_pieces(lineno, [piece])
+        self._known = (piece, events)
+        return closed
+
+    def _close(self, record: Record) -> list[Event]:
+        known, self._known = self._known, None
+        if known is not None and len(record.pieces) == 1 and record.pieces[0] is known[0]:
+            place = self._clock.place
+            return [
+                Event(e.signal, e.source, e.line, place(e.stamp) if e.stamp else None, e.proc, e.level, e.text, e.data)
+                for e in known[1]
+            ]
+        return self._read(record)
+
+    def feed_pieces(self, lineno: int, parsed: list[Piece]) -> list[Event]:
+        """``feed`` for a line already cut into pieces (the bulk scanner parses some lines to plan)."""
+        self.summary.lines = lineno
+        events: list[Event] = []
+        for piece in parsed:
+            events.extend(self._piece(piece))
+        return events
+
     def _piece(self, piece: Piece) -> list[Event]:
         inherited = self._last_stamp
         if piece.stamp is not None:
@@ -79,7 +114,7 @@ class LineScanner:
             self._raw_seen[piece.proc] = (piece.lineno, piece.stamp or inherited)
         started_first = self._assembler.empty
         closed = self._assembler.feed(piece)
-        events = self._read(closed) if closed is not None else []
+        events = self._close(closed) if closed is not None else []
         if closed is not None or started_first:
             self._record_inherited = inherited
         return events
@@ -95,12 +130,12 @@ class LineScanner:
     def flush(self) -> list[Event]:
         """Close the open record now (a followed log went quiet): its events, without waiting for a next line."""
         record = self._assembler.finish()
-        return self._read(record) if record is not None else []
+        return self._close(record) if record is not None else []
 
     def finish(self) -> list[Event]:
         """Close the last record and settle the summary's times."""
         record = self._assembler.finish()
-        events = self._read(record) if record is not None else []
+        events = self._close(record) if record is not None else []
         summary = self.summary
         if self._raw_first is not None:
             first = self._raw_first

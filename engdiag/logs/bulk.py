@@ -1,0 +1,345 @@
+"""The bulk scanner: find the few lines that matter in big windows, read only those exactly.
+
+A window (``WINDOW_BYTES`` of whole lines) is searched at once for the rules'
+literals (``engdiag.logs.engines``).  Only these lines go through the line
+scanner, with just enough around them that its state is exactly what reading
+every line would have left:
+
+- a candidate's whole record (walk back and forward with ``records.joins``, the
+  same local rule the parallel splitter relies on);
+- back to the nearest line with a time before a line without one (the time a
+  record or a process inherits);
+- the last line of each process (``last_seen``) and of the window (line count,
+  last time), the first timed line of the input;
+- a line after a gap that would join the line fed before it is fed with its
+  predecessor instead, so no record ever spans a gap.
+
+A record without a literal yields no event, so a line outside these sets
+changes nothing but the scanner's position, which the fed lines restore.  A
+window that breaks an assumption (process names the bulk search cannot see:
+glog ``[rankN]:``, NCCL, bare role names, role tags without ``pid=``) is fed
+line by line.  tests/test_bulk_scan.py checks every backend against the line
+scanner.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from collections.abc import Callable, Iterator
+from itertools import accumulate
+from typing import BinaryIO
+
+from engdiag.logs.engines import Finder
+from engdiag.logs.events import Event, Proc
+from engdiag.logs.inputs import MAX_LINE_BYTES, decode_line
+from engdiag.logs.lines import Piece, Shape, pieces
+from engdiag.logs.quick import hot_events, quick_piece
+from engdiag.logs.records import joins, tracebackish
+from engdiag.logs.scan import LineScanner
+
+WINDOW_BYTES = 4 << 20
+"""Bytes searched at once: big enough to amortise the search, small enough for flat memory."""
+WINDOW_LINES = 1 << 16
+"""Lines per window at most: memory is per line as much as per byte."""
+DENSE_SHARE = 8
+"""A window with candidates on more than one line in this many is read line by line (planning would not pay)."""
+
+_ROLES = rb"(?:EngineCore|APIServer|ApiServer|VllmWorker|Worker|RayWorker)"
+_FALLBACK_CUES = (
+    re.compile(rb"\[rank[^\]\n]*\]:"),  # glog lines name their rank
+    re.compile(rb" NCCL "),  # NCCL lines name host, pid and device
+    re.compile(rb"(?:EngineCore|APIServer|ApiServer|VllmWorker|Worker)\S* (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) "),
+)
+"""Processes named where the bulk tag search cannot see them (one search each: an alternation is slow)."""
+_ROLE_TAG = re.compile(rb"\(" + _ROLES + rb"[^()\n]{0,250}\)")
+_ROLE_TAG_PID = re.compile(rb"\(" + _ROLES + rb"[^()\n]{0,250}? pid=\d+(?:, ip=[^)\s]*)?\)")
+_TAG = re.compile(rb"(\(([^()\n]{1,250}?) pid=(\d+)(?:, ip=([^)\s]*))?\))")
+"""Every process tag with a pid, and more (a superset: each is checked by the exact parser)."""
+_CLOCK = re.compile(rb":[^\n:]{2,8}:")
+"""Every line with a time has this (``HH:MM:SS``, digits of any script): only such lines are parsed for one."""
+_CLOCK_SPAN = 10
+_CHUNK = 1 << 16
+_COLOUR = re.compile(rb"\x1b\[[0-9;]*[A-Za-z]|\^\[\[[0-9;]*m|\[[0-9;]*[0-9]m")
+"""Colour codes, as ``lines`` strips them: removed before the search so a literal they split is found."""
+
+
+def windows(stream: BinaryIO, byte_limit: int | None = None) -> Iterator[tuple[bytes, list[bytes]]]:
+    """The stream's lines in windows of about ``WINDOW_BYTES``, each cut to ``MAX_LINE_BYTES`` as ``read_lines`` does."""
+    carry = b""
+    skipping = False
+    left = byte_limit
+    while True:
+        size = WINDOW_BYTES if left is None else min(WINDOW_BYTES, left)
+        block = stream.read(size) if size > 0 else b""
+        if left is not None:
+            left -= len(block)
+        if not block:
+            if carry:
+                yield carry, [carry]
+            return
+        if skipping:
+            newline = block.find(b"\n")
+            if newline == -1:
+                continue
+            block, skipping = block[newline:], False
+        data = carry + block if carry else block
+        cut = data.rfind(b"\n")
+        if cut == -1:
+            carry = data
+            if len(carry) > MAX_LINE_BYTES:
+                carry, skipping = carry[:MAX_LINE_BYTES], True
+            continue
+        carry = data[cut + 1 :]
+        if len(carry) > MAX_LINE_BYTES:
+            carry, skipping = carry[:MAX_LINE_BYTES], True
+        yield from _by_lines(data[:cut])
+
+
+def _by_lines(window: bytes) -> Iterator[tuple[bytes, list[bytes]]]:
+    """A block cut into windows of at most ``WINDOW_LINES`` lines (tiny lines would make huge lists)."""
+    while True:
+        lines = window.split(b"\n", WINDOW_LINES)
+        more = len(lines) > WINDOW_LINES
+        window = lines.pop() if more else b""
+        if max(map(len, lines)) > MAX_LINE_BYTES:
+            lines = [line[:MAX_LINE_BYTES] for line in lines]
+        yield b"\n".join(lines), lines
+        if not more:
+            return
+
+
+class _Window:
+    """One window's lines, parsed lazily, and the plan of which to feed."""
+
+    def __init__(self, data: bytes, lines: list[bytes], first_line: int, before: Piece | None) -> None:
+        self.data = data
+        self.quick = _COLOUR.search(data) is None
+        """No colour code anywhere: the common line shapes may take ``quick_piece``."""
+        self.lines = lines
+        self.starts = [0, *accumulate(len(line) + 1 for line in lines[:-1])]
+        self.first_line = first_line
+        self.before = before
+        self._pieces: dict[int, list[Piece]] = {}
+
+    def pieces(self, index: int) -> list[Piece]:
+        found = self._pieces.get(index)
+        if found is None:
+            quick = quick_piece(self.lines[index], self.first_line + index) if self.quick else None
+            found = [quick] if quick is not None else pieces(decode_line(self.lines[index]), self.first_line + index)
+            self._pieces[index] = found
+        return found
+
+    def forget(self, before: int) -> None:
+        """Drop parsed lines before ``before`` (a dense window is read once, in order: memory stays flat)."""
+        for index in [i for i in self._pieces if i < before]:
+            del self._pieces[index]
+
+    def joins_before(self, index: int) -> bool:
+        prev = self.pieces(index - 1)[-1] if index > 0 else self.before
+        return prev is not None and joins(prev, self.pieces(index)[0]) is not None
+
+    def start_of(self, index: int) -> int:
+        while index > 0 and self.joins_before(index):
+            index -= 1
+        return index
+
+    def end_of(self, index: int) -> int:
+        while index + 1 < len(self.lines) and self.joins_before(index + 1):
+            index += 1
+        return index
+
+    def timed(self, index: int) -> bool:
+        return any(piece.stamp is not None for piece in self.pieces(index))
+
+    def from_time(self, index: int) -> int:
+        """The nearest line at or before ``index`` with a time; ``index`` itself if none is before it here.
+
+        With no time earlier in the window, the time the line inherits is the one the
+        previous window left in the scanner: nothing before it needs feeding.
+
+        Only lines with a clock-like ``:..:`` are parsed, found in chunks searched
+        backwards: a window of ten million lines without a time costs one search.
+        """
+        if self.timed(index):
+            return index
+        end = self.starts[index]
+        while True:
+            begin = max(0, end - _CHUNK)
+            for position in reversed([hit.start() for hit in _CLOCK.finditer(self.data, begin, end)]):
+                line = bisect_right(self.starts, position) - 1
+                if line < index and self.timed(line):
+                    return line
+            if begin == 0:
+                return index
+            end = begin + _CLOCK_SPAN  # a clock cut by the chunk's start is found in the next chunk
+
+    def first_timed(self) -> int | None:
+        """The first line with a time, if any (searched like ``from_time``, forwards)."""
+        for hit in _CLOCK.finditer(self.data):
+            line = bisect_right(self.starts, hit.start()) - 1
+            if self.timed(line):
+                return line
+        return None
+
+
+def _last_lines_of_procs(window: _Window, data: bytes, starts: list[int]) -> list[int]:
+    """The last line of each process in the window (tags found in bulk, each confirmed by the parser)."""
+    found: list[int] = []
+    for whole, name, pid, ip in set(_TAG.findall(data)):
+        host = decode_line(ip) if b", ip=" in whole else None
+        proc = Proc(decode_line(name).strip(), int(pid), host)
+        end = len(data)
+        while (position := data.rfind(whole, 0, end)) != -1:
+            index = bisect_right(starts, position) - 1
+            if any(piece.proc == proc for piece in window.pieces(index)):
+                found.append(index)
+                break
+            end = starts[index]
+    return found
+
+
+def _hot(window: _Window, index: int, literals: set[int], source: str) -> list[Event] | None:
+    """The events of a one-line record read without ``extract`` (``quick.hot_events``), if it is one."""
+    if not window.quick or index + 1 >= len(window.lines):
+        return None
+    found = window.pieces(index)
+    if len(found) != 1 or found[0].shape is not Shape.VLLM or not found[0].msg.strip() or tracebackish(found[0].msg):
+        return None  # it might continue the record before it
+    if joins(found[0], window.pieces(index + 1)[0]) is not None:
+        return None
+    return hot_events(found[0], literals, source)
+
+
+def _candidates(window: _Window, find: Finder) -> dict[int, set[int]]:
+    """Line index → literals it holds (searched with colour codes removed, as cleaning would)."""
+    if window.quick:
+        return find(window.data, window.starts)
+    searched = _COLOUR.sub(b"", window.data)
+    return find(searched, [0, *accumulate(len(line) + 1 for line in searched.split(b"\n")[:-1])])
+
+
+def _sparse(window: _Window, candidates: dict[int, set[int]]) -> bool:
+    """Few enough candidates, and every process visible to the tag search: worth planning."""
+    data = window.data
+    if len(candidates) * DENSE_SHARE > len(window.lines):
+        return False
+    if any(cue.search(data) is not None for cue in _FALLBACK_CUES):
+        return False
+    return len(_ROLE_TAG.findall(data)) == len(_ROLE_TAG_PID.findall(data))  # role tags without a pid: unseen
+
+
+def _plan(
+    window: _Window, candidates: dict[int, set[int]], first_window: bool, hot: dict[int, list[Event]] | None,
+    source: str,
+) -> list[int]:
+    """Indices of the lines to feed, in order.
+
+    ``hot`` (when given) receives the events of the one-line records read without ``extract``.
+    """
+    lines, data, starts = window.lines, window.data, window.starts
+    wanted: set[int] = set()
+
+    def add(first: int, last: int) -> None:
+        if not window.timed(first):
+            first = window.from_time(first)
+        wanted.update(range(first, last + 1))
+
+    last = len(lines) - 1
+    for index in sorted(candidates):
+        if index in wanted:
+            continue
+        events = _hot(window, index, candidates[index], source) if hot is not None else None
+        if events is not None:
+            hot[index] = events  # type: ignore[index]
+            wanted.add(index)
+            continue
+        add(window.start_of(index), window.end_of(index))
+    if window.joins_before(0):
+        add(0, window.end_of(0))
+    if first_window:
+        first = window.first_timed()
+        add(0, 0 if first is None else first)
+    for index in _last_lines_of_procs(window, data, starts):
+        add(index, index)
+    add(last, last)
+    return sorted(wanted)
+
+
+def _with_gaps_closed(window: _Window, order: list[int], before: Piece | None) -> Iterator[int]:
+    """The planned lines, each gap's first line preceded by its neighbours while it would join the line fed before."""
+    fed = -1
+    prev = before
+    for index in order:
+        if index <= fed:
+            continue
+        start = index
+        while start > fed + 1 and prev is not None and joins(prev, window.pieces(start)[0]) is not None:
+            start -= 1
+        for line in range(start, index + 1):
+            yield line
+            prev = window.pieces(line)[-1]
+        fed = index
+
+
+def _feed_all(
+    window: _Window, candidates: dict[int, set[int]], scanner: LineScanner, sink: Callable[[Event], None], hot: bool
+) -> None:
+    """Every line of a dense window, in order; one-piece records with known literals (or none) skip ``extract``."""
+    source = scanner.summary.name
+    first = window.first_line
+    for index in range(len(window.lines)):
+        found = window.pieces(index)
+        events: list[Event] | None = None
+        if hot and len(found) == 1:
+            literals = candidates.get(index)
+            if literals is None:
+                events = []  # no literal: its record, if it stays one piece, yields nothing
+            elif found[0].shape is Shape.VLLM and found[0].msg.strip() and not tracebackish(found[0].msg):
+                events = hot_events(found[0], literals, source)
+        if events is not None:
+            closed = scanner.feed_known(first + index, found[0], events)
+        else:
+            closed = scanner.feed_pieces(first + index, found)
+        for event in closed:
+            sink(event)
+        if index and index % 4096 == 0:
+            window.forget(index - 1)
+
+
+def bulk_scan(
+    stream: BinaryIO,
+    scanner: LineScanner,
+    find: Finder,
+    sink: Callable[[Event], None],
+    *,
+    first_line: int = 1,
+    byte_limit: int | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> None:
+    """Feed ``scanner`` what it needs of the stream to emit exactly the events of a full scan."""
+    before: Piece | None = None
+    lineno = first_line
+    done = 0
+    for number, (data, lines) in enumerate(windows(stream, byte_limit)):
+        window = _Window(data, lines, lineno, before)
+        hot: dict[int, list[Event]] | None = None if scanner.show_prompts else {}
+        candidates = _candidates(window, find)
+        if not _sparse(window, candidates):
+            _feed_all(window, candidates, scanner, sink, hot is not None)
+        else:
+            plan = _plan(window, candidates, number == 0 and first_line == 1, hot, scanner.summary.name)
+            known = hot or {}
+            for index in _with_gaps_closed(window, plan, before):
+                events = known.get(index)
+                if events is not None:
+                    closed = scanner.feed_known(lineno + index, window.pieces(index)[0], events)
+                else:
+                    closed = scanner.feed_pieces(lineno + index, window.pieces(index))
+                for event in closed:
+                    sink(event)
+        before = window.pieces(len(lines) - 1)[-1]
+        lineno += len(lines)
+        done += sum(len(line) + 1 for line in lines)
+        if progress is not None:
+            progress(done)

@@ -1,0 +1,118 @@
+"""Multi-literal search engines for the bulk scanner, and which one is active.
+
+The literals come from the rule table at run time (``patterns.LITERALS``: every
+rule's required literal, the tqdm bars and the 5xx access cue), so a rule added
+there is searched for here without any change.  ``hyperscan`` finds them all in
+one pass; the ``python`` engine runs ``bytes.find`` per literal.  ``lines`` is
+no engine: it is the straightforward line scanner every backend must match.
+``ENGDIAG_SCANNER=hyperscan|python|lines`` forces one.
+"""
+
+from __future__ import annotations
+
+import os
+from bisect import bisect_right
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+
+from engdiag.errors import UsageError
+from engdiag.logs.patterns import LITERALS
+
+ENV = "ENGDIAG_SCANNER"
+BACKENDS = ("hyperscan", "python", "lines")
+
+Finder = Callable[[bytes, Sequence[int]], dict[int, set[int]]]
+"""(window, line start offsets) → line index → the indices (in ``literal_bytes()``) of the literals it holds."""
+
+
+def literal_bytes() -> tuple[bytes, ...]:
+    """The rules' literals as UTF-8 bytes (what a relevant line must contain one of)."""
+    return tuple(dict.fromkeys(literal.encode() for literal in LITERALS))
+
+
+def _python_finder() -> Finder:
+    literals = literal_bytes()
+
+    def find(window: bytes, starts: Sequence[int]) -> dict[int, set[int]]:
+        found: dict[int, set[int]] = {}
+        for number, literal in enumerate(literals):
+            position = window.find(literal)
+            while position != -1:
+                line = bisect_right(starts, position) - 1
+                found.setdefault(line, set()).add(number)
+                end = starts[line + 1] if line + 1 < len(starts) else len(window)
+                position = window.find(literal, end)
+        return found
+
+    return find
+
+
+@lru_cache(maxsize=1)
+def _hyperscan_database():  # -> hyperscan.Database
+    import re
+
+    import hyperscan
+
+    literals = literal_bytes()
+    database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    database.compile(
+        expressions=[re.escape(literal) for literal in literals],
+        ids=list(range(len(literals))),
+        flags=[0] * len(literals),
+    )
+    return database
+
+
+def _hyperscan_finder() -> Finder:
+    database = _hyperscan_database()
+
+    def find(window: bytes, starts: Sequence[int]) -> dict[int, set[int]]:
+        hits: list[tuple[int, int]] = []
+        add = hits.append
+
+        def on_match(number: int, _start: int, end: int, _flags: int, _context: object) -> None:
+            add((end - 1, number))
+
+        database.scan(window, match_event_handler=on_match)
+        found: dict[int, set[int]] = {}
+        for offset, number in hits:
+            found.setdefault(bisect_right(starts, offset) - 1, set()).add(number)
+        return found
+
+    return find
+
+
+def _hyperscan_works() -> bool:
+    try:
+        _hyperscan_database()
+    except Exception:  # noqa: BLE001 - missing, no SIMD support, or a broken wheel: use the next backend
+        return False
+    return True
+
+
+def active_backend() -> str:
+    """The backend in use: the forced one (``ENGDIAG_SCANNER``) or the fastest available."""
+    forced = os.environ.get(ENV, "").strip().lower()
+    if forced:
+        if forced not in BACKENDS:
+            raise UsageError(f"{ENV} takes {', '.join(BACKENDS)}; got {forced!r}")
+        if forced == "hyperscan" and not _hyperscan_works():
+            raise UsageError(
+                f"{ENV}=hyperscan but hyperscan cannot be loaded here",
+                hint="pip install 'engdiag[fast]' (Linux x86_64/aarch64), or unset " + ENV,
+            )
+        return forced
+    return "hyperscan" if _hyperscan_works() else "python"
+
+
+def finder(backend: str) -> Finder:
+    """The literal search of a bulk backend."""
+    return _hyperscan_finder() if backend == "hyperscan" else _python_finder()
+
+
+def describe_backend() -> str:
+    """The active backend for ``engdiag --version`` (never raises: a bad setting is named instead)."""
+    try:
+        return active_backend()
+    except UsageError as error:
+        return f"none ({error})"

@@ -1,0 +1,117 @@
+"""The two line shapes that make up most of a busy log, parsed in one match, and their events.
+
+A vLLM logger line behind a ``(Name pid=N)`` tag (or none) and a uvicorn
+access line are read here with one strict pattern each, giving exactly the
+``Piece`` that ``lines.pieces`` gives — but only for lines where that is
+certain: ASCII (so ``\\w``, ``\\d`` and ``\\s`` mean the same in bytes and text),
+no CR, no ``|``, no Ray ``repeated`` suffix, and (checked per window by the
+caller) no colour code.  Anything else returns None and takes the full parser.
+
+``hot_events`` reads the request lines that come by the thousand (received,
+added, finished...) without ``extract``'s generic search: their literals are
+already known from the bulk search, so only the masking and the rules of those
+literals run.  tests/test_bulk_scan.py holds both to the full path.
+"""
+
+from __future__ import annotations
+
+import re
+from itertools import pairwise
+
+from engdiag.logs.engines import literal_bytes
+from engdiag.logs.events import Event, Proc, Stamp
+from engdiag.logs.extract import MAX_EVENT_TEXT
+from engdiag.logs.lines import Piece, Shape
+from engdiag.logs.patterns import RULES_BY_LITERAL
+from engdiag.redact import mask
+
+_LEVEL = rb"(DEBUG|INFO|WARNING|ERROR|CRITICAL)"
+_TAG = rb"(?:\(([A-Za-z_][\w.-]{0,60}) pid=(\d+)\)[ \t]?)?"
+_VLLM = re.compile(
+    _TAG + rb"\s*" + _LEVEL + rb" (\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.\d+)? \[?([^\s\]]+):(\d+)\] ?"
+)
+_ACCESS = re.compile(_TAG + rb"\s*" + _LEVEL + rb':\s+(?=\S+ - "[A-Z]+ \S+ HTTP/[\d.]+" \d{3})')
+_HOT_SIGNALS_MAX_RULES = 1
+
+
+def _proc(name: bytes | None, pid: bytes | None) -> Proc | None:
+    return None if name is None else Proc(name.decode(), int(pid or 0))
+
+
+def quick_piece(line: bytes, lineno: int) -> Piece | None:
+    """The piece ``lines.pieces`` would make of this raw line, when it is one of the two common shapes."""
+    if not line.isascii() or b"\r" in line or b"|" in line or b"repeated" in line:
+        return None
+    match = _VLLM.match(line)
+    if match is not None:
+        name, pid, level, mo, d, h, mi, s, path, number = match.groups()
+        month, day, hours, minutes, seconds = int(mo), int(d), int(h), int(mi), int(s)
+        if not (1 <= month <= 12 and 1 <= day <= 31 and hours < 24 and minutes < 60 and seconds < 61):
+            return None
+        return Piece(
+            lineno=lineno,
+            shape=Shape.VLLM,
+            msg=line[match.end() :].decode(),
+            proc=_proc(name, pid),
+            level=level.decode(),
+            stamp=Stamp(month, day, hours * 3600 + minutes * 60 + min(seconds, 59)),
+            fileinfo=f"{path.decode()}:{number.decode()}",
+            width=len(line),
+        )
+    match = _ACCESS.match(line)
+    if match is not None:
+        name, pid, level = match.groups()
+        return Piece(
+            lineno=lineno,
+            shape=Shape.ACCESS,
+            msg=line[match.end() :].decode(),
+            proc=_proc(name, pid),
+            level=level.decode(),
+            width=len(line),
+        )
+    return None
+
+
+def _hot_literals() -> dict[int, str]:
+    """Literal index → literal, for literals whose rules are plain first-match rules (no crash-dump every=True)."""
+    hot: dict[int, str] = {}
+    for number, raw in enumerate(literal_bytes()):
+        literal = raw.decode()
+        rules = RULES_BY_LITERAL.get(literal, ())
+        if rules and all(not rule.every for rule in rules):
+            hot[number] = literal
+    return hot
+
+
+HOT = _hot_literals()
+
+
+def hot_events(piece: Piece, literals: set[int], source: str) -> list[Event] | None:
+    """The events ``extract`` gives a one-piece vLLM record holding only these literals; stamps not yet placed.
+
+    None when the record is not that simple (the caller reads it the full way).
+    """
+    if piece.shape is not Shape.VLLM or not literals.issubset(HOT.keys()):
+        return None
+    text = mask(piece.msg).text
+    if "\n" in text:
+        return None
+    found = sorted((position, literal) for literal in (HOT[n] for n in literals) if (position := text.find(literal)) != -1)
+    if any(a + len(x) > b for (a, x), (b, _) in pairwise(found)):
+        return None  # overlapping literals: the alternation of extract might pick another one
+    line = text.strip()[:MAX_EVENT_TEXT].rstrip()
+    events: list[Event] = []
+    seen = set()
+    for _, literal in found:
+        for rule in RULES_BY_LITERAL[literal]:
+            if rule.signal in seen:
+                continue
+            match = rule.pattern.search(text)
+            if match is None:
+                continue
+            payloads = list(rule.build(match, text)) if rule.build else [None]
+            for payload in payloads:
+                events.append(Event(rule.signal, source, piece.lineno, piece.stamp, piece.proc, piece.level, line, payload))
+            if payloads:
+                seen.add(rule.signal)
+    return events

@@ -1,0 +1,180 @@
+"""Every scanner backend gives exactly what the straightforward line scanner gives.
+
+The bulk backends read only candidate records and the lines that keep the
+scanner's state exact; these tests compare whole timelines (events, counts,
+sources, load, prompt histogram, version, config, last line of each process)
+on the corpus, every generated incident and style, Hypothesis-made logs and
+the hard cases: long tracebacks, runs without times, New Year, lines over
+1 MiB, colour / kubectl / compose / Ray prefixes, and records cut by window
+boundaries (windows shrunk to a few KiB so that every log crosses hundreds).
+"""
+
+from __future__ import annotations
+
+import gzip
+import random
+from datetime import datetime
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engdiag import synth
+from engdiag.analysis.timeline import TimelineBuilder
+from engdiag.logs import bulk
+from engdiag.logs.engines import ENV, active_backend
+from engdiag.logs.inputs import MAX_LINE_BYTES, expand
+from engdiag.logs.source import scan_input
+from tests.conftest import CORPUS, run_engdiag, write_log
+
+BULK = ["python"]
+try:
+    import hyperscan  # noqa: F401
+
+    BULK.append("hyperscan")
+except ImportError:
+    pass
+
+FIELDS = ("events", "counts", "sources", "load", "prompt_histogram", "prompt_lengths", "version", "config", "proc_last")
+STYLES = {
+    "plain": synth.Style(),
+    "kubectl-colour": synth.Style(version="0.20.0", kubectl=True, color="esc"),
+    "compose-crlf": synth.Style(version="0.9.2", compose="vllm-1", color="lost", crlf=True),
+    "wrapped-caret": synth.Style(version="0.8.5", color="caret", wrap=140),
+    "ray": synth.Style(ray=True, glue=True),
+    "v0": synth.Style(version="0.6.3"),
+}
+
+
+def _timeline(path, backend, monkeypatch):
+    monkeypatch.setenv(ENV, backend)
+    builder = TimelineBuilder()
+    summary = scan_input(expand([str(path)])[0], 0, 0, False, builder.add)
+    return builder.build([summary])
+
+
+def _same_everywhere(path, monkeypatch, window_bytes=None):
+    if window_bytes is not None:
+        monkeypatch.setattr(bulk, "WINDOW_BYTES", window_bytes)
+    reference = _timeline(path, "lines", monkeypatch)
+    assert reference.events, "the log should hold events"
+    for backend in BULK:
+        got = _timeline(path, backend, monkeypatch)
+        for field in FIELDS:
+            assert getattr(got, field) == getattr(reference, field), f"{backend}: {field} differs"
+
+
+@pytest.mark.parametrize("case", sorted(p.parent.name for p in CORPUS.glob("*/log.txt")))
+def test_corpus(tmp_path, monkeypatch, case):
+    _same_everywhere(CORPUS / case / "log.txt", monkeypatch, window_bytes=2048)
+
+
+@pytest.mark.parametrize("style", list(STYLES))
+def test_generated_incidents_in_every_style(tmp_path, monkeypatch, style):
+    shape = STYLES[style]
+    names = synth.V0_INCIDENTS if shape.v0 else synth.INCIDENTS
+    for name in names:
+        path = write_log(tmp_path / f"{name}.log",
+                         synth.incident(name, shape, minutes=6, load=synth.Load(prompt_len=60, request_every=0.5)))
+        _same_everywhere(path, monkeypatch, window_bytes=3000)
+
+
+def _hard_lines() -> list[str]:
+    head = "(EngineCore_DP0 pid=9) ERROR 12-31 23:59:58 [core.py:700] "
+    traceback = [head + "EngineCore encountered a fatal error."] + [
+        head + f'  File "/x/y{i}.py", line {i}, in f{i}' for i in range(600)
+    ] + [head + "RuntimeError: CUDA error: an illegal memory access was encountered"]
+    stampless = ["Traceback (most recent call last):", '  File "a.py", line 1, in <module>', "ValueError: bad",
+                 "", "some print without a prefix", "Segmentation fault (core dumped)"]
+    new_year = [
+        "(APIServer pid=7) INFO 01-01 00:00:03 [loggers.py:127] Engine 000: Avg prompt throughput: 0.0 tokens/s, "
+        "Avg generation throughput: 0.0 tokens/s, Running: 3 reqs, Waiting: 0 reqs, GPU KV cache usage: 1.0%",
+        "(APIServer pid=7) INFO 01-01 00:00:04 [logger.py:41] Received request r1: prompt: 'x', params: "
+        "SamplingParams(n=1, stop=['CUDA out of memory']), prompt_token_ids: [1, 2], lora_request: None.",
+    ]
+    huge = "(APIServer pid=7) INFO 01-01 00:00:05 [logger.py:41] Received request big: prompt: '" + "y" * (
+        MAX_LINE_BYTES + 4096) + "', params: SamplingParams(n=1), prompt_token_ids: [1, 2, 3]"
+    after_huge = "(APIServer pid=7) ERROR 01-01 00:00:06 [async_llm.py:480] AsyncLLM output_handler failed."
+    prefixed = [
+        "2026-01-01T00:00:07.123456789Z \x1b[1;36m(EngineCore_DP0 pid=9)\x1b[0;0m WARNING 01-01 00:00:07 "
+        "[shm_broadcast.py:466] No available shared memory broadcast block found in 60 second.",
+        "vllm-1  | (APIServer pid=7) ERROR 01-01 00:00:08 [core_client.py:1] EngineDeadError: engine gone",
+        "(RayWorkerWrapper pid=55, ip=10.0.0.2) INFO 01-01 00:00:09 [worker.py:1] CUDA out of memory. "
+        "Tried to allocate 2.00 GiB [repeated 3x across cluster]",
+        "[rank0]:[E101 00:00:10.000000 12 ProcessGroupNCCL.cpp:632] [Rank 0] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600001 milliseconds",
+        "host:12:34 [0] NCCL INFO Init COMPLETE rank 0 nranks 2",
+        "(EngineCore_DP0) INFO 01-01 00:00:11 [core.py:1] Shutting down FastAPI HTTP server.",
+    ]
+    return [head.replace("ERROR", "INFO") + "vLLM API server version 0.9.0", *traceback, *stampless, *new_year,
+            huge, after_huge, *prefixed]
+
+
+def test_hard_cases_across_tiny_windows(tmp_path, monkeypatch):
+    lines = _hard_lines()
+    for size in (512, 4096, 1 << 16):
+        path = write_log(tmp_path / f"hard-{size}.log", lines + lines[: size % 7 + 3])
+        _same_everywhere(path, monkeypatch, window_bytes=size)
+
+
+def test_a_log_across_new_year(tmp_path, monkeypatch):
+    lines = synth.incident("deadlock", minutes=40, start=datetime(2025, 12, 31, 23, 40, 0),
+                           load=synth.Load(prompt_len=40, request_every=0.5))
+    _same_everywhere(write_log(tmp_path / "newyear.log", lines), monkeypatch, window_bytes=5000)
+
+
+LINE_POOL = [line for case in sorted(CORPUS.glob("*/log.txt")) for line in case.read_text().splitlines()] + _hard_lines()[:40]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(0, len(LINE_POOL) - 1), min_size=1, max_size=120), st.integers(64, 4096),
+       st.booleans())
+def test_hypothesis_logs(tmp_path_factory, picks, window, trailing_newline):
+    path = tmp_path_factory.mktemp("h") / "x.log"
+    text = "\n".join(LINE_POOL[i] for i in picks) + ("\n" if trailing_newline else "")
+    path.write_text(text)
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(bulk, "WINDOW_BYTES", window)
+        reference = _timeline(path, "lines", monkeypatch)
+        for backend in BULK:
+            got = _timeline(path, backend, monkeypatch)
+            for field in FIELDS:
+                assert getattr(got, field) == getattr(reference, field), f"{backend}: {field}"
+
+
+def test_ten_million_tiny_lines_in_seconds_not_minutes(tmp_path):
+    path = tmp_path / "tiny.log"
+    path.write_bytes(b"a\n" * 10_000_000)
+    result = run_engdiag("analyze", str(path), timeout=110)
+    assert result.returncode == 3  # read through, and no vLLM line in it
+    assert b"no vLLM lines found" in result.stderr
+
+
+def test_gzip_goes_through_the_bulk_scanner_too(tmp_path, monkeypatch):
+    lines = list(synth.incident("deadlock", minutes=5, load=synth.Load(prompt_len=30, request_every=0.5)))
+    plain = write_log(tmp_path / "x.log", lines)
+    packed = tmp_path / "x.log.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    for backend in BULK:
+        assert _timeline(packed, backend, monkeypatch).events == _timeline(packed, "lines", monkeypatch).events
+
+
+def test_version_names_the_active_backend(monkeypatch):
+    for backend in ["lines", *BULK]:
+        result = run_engdiag("--version", env={ENV: backend})
+        assert result.returncode == 0
+        assert f"log scanner: {backend})".encode() in result.stdout
+
+
+def test_an_unknown_or_unavailable_backend_is_a_usage_error(monkeypatch):
+    result = run_engdiag("analyze", "-", input=b"x\n", env={ENV: "turbo"})
+    assert result.returncode == 2 and b"ENGDIAG_SCANNER takes" in result.stderr
+    monkeypatch.delenv(ENV, raising=False)
+    assert active_backend() in BULK
+    random.seed(0)
+
+
+def test_blank_lines_and_many_tiny_windows(tmp_path, monkeypatch):
+    monkeypatch.setattr(bulk, "WINDOW_LINES", 7)
+    lines = ["", "", *_hard_lines()[:30], "", "", *list(synth.incident("crash-ima", minutes=2))[:300], ""]
+    _same_everywhere(write_log(tmp_path / "blank.log", lines), monkeypatch, window_bytes=700)
