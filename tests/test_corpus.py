@@ -18,11 +18,14 @@ UNDECIDABLE_FROM_THE_LOG = {
     # cold FlashInfer GDN kernels JIT-compile for minutes, PR #46764).  The same six lines end a hung
     # worker's step, so the honest verdict is unknown, naming the lines that would decide.
     "qwen35-flashinfer-gdn-prefill-jit-rpc-timeout": "slow",
+    # Low confidence: the excerpt is only the execute_model RPC timeout traceback; the thread (closed stale)
+    # shows an oversized image prompt, but nobody established that the step was progressing.
+    "internvl-oversized-mm-prompt-execute-model-rpc-timeout": "slow",
 }
 
 
 def test_corpus_is_complete():
-    assert len(CASES) == 55
+    assert len(CASES) == 80  # 55 from ../shared/corpus + 25 collected as a held-out set (HELDOUT.md)
     for case in CASES:
         meta = json.loads((case / "case.json").read_text())
         assert meta["source"].startswith("https://github.com/")

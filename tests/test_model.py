@@ -21,7 +21,7 @@ def test_a_probe_that_kills_a_loading_server_is_a_slow_start_up(tmp_path):
     guard = analysis.model.guard
     assert guard is not None and guard.owner.startswith("platform") and "liveness" in guard.name
     assert analysis.verdict.kind.value == "slow" and "weight loading" in analysis.verdict.headline
-    assert any("startupProbe" in (s.command or "") for s in analysis.verdict.next_steps)
+    assert any("startupProbe" in s.text for s in analysis.verdict.next_steps)
 
 
 def test_a_watchdog_feed_timeout_with_nothing_advancing_is_a_stall(tmp_path):

@@ -199,7 +199,7 @@ def test_the_cluster_verdict_names_the_ranks_stuck_in_the_collective(cluster, tm
         assert f"pid {stuck[rank]['pid']} " in sources
         assert stuck[rank]["node_id"][:8] in sources
     culprit = next(e for e in verdict["evidence"] if f"pid {stuck[2]['pid']} " in e["source"])
-    assert stuck[2]["node_id"][:8] in culprit["source"] and "not in the collective" in culprit["note"]
+    assert stuck[2]["node_id"][:8] in culprit["source"] and "never joined" in culprit["note"]
     assert f"rank2 on {cluster['ip']}" in verdict["headline"] and "has not entered it" in verdict["headline"]
     processes = _by_name(document)
     for rank in (0, 1):

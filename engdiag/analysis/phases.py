@@ -388,7 +388,7 @@ def long_generation(facts: Facts) -> Verdict | None:
     draft.cite(tail[0][0], Role.SUPPORTING, "the same requests running interval after interval")
     if aborted:
         draft.cite(aborted[0], Role.CONSEQUENCE, "the client gave up and disconnected")
-    draft.step("bound the generation so a request cannot run for minutes", "max_tokens in the request (or --max-model-len)")
+    draft.step("bound the generation so a request cannot run for minutes: max_tokens in the request (or --max-model-len)")
     draft.step("give the client a timeout that covers the longest expected generation",
                "client request timeout ≥ max_tokens ÷ observed tok/s")
     draft.undecided = "the client's own timeout and the request's max_tokens decide whether this was expected"
@@ -425,7 +425,7 @@ def startup_stopped(facts: Facts) -> Verdict | None:
         draft.step("as a diagnosis step: if this removes the hang, check IOMMU/ACS and the P2P topology",
                    "export NCCL_P2P_DISABLE=1")
         draft.step("make every rank reach the rendezvous address (multi-node: a routable IP)",
-                   "export VLLM_HOST_IP=<this node's IP>")
+                   "export VLLM_HOST_IP=$(hostname -I | cut -d' ' -f1)")
         return draft.done()
     draft = Draft(facts, Kind.UNKNOWN, 0.35,
                   f"unknown: the log ends during start-up — {last.name} {state} ({last.detail}) — with "

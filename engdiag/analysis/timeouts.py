@@ -32,7 +32,6 @@ from engdiag.analysis.model import Guard
 from engdiag.analysis.timeline import is_progress
 from engdiag.analysis.verdict import Kind, Role, Verdict
 from engdiag.logs.events import Event, Iteration, Phase, Progress, Signal, Timeout
-from engdiag.timeouts.knobs import RPC
 
 LONG_STEP_MS = 10_000
 """A step this long (``Iteration(N): ... elapsed time``) is already a large share of any step guard."""
@@ -265,8 +264,6 @@ def _short_guard(facts: Facts, event: Event, g: Guard | None) -> Verdict | None:
     if g is not None and g.knob == "RAY_CGRAPH_get_timeout":
         draft.step("raise Ray's compiled-graph read and submit limits (vLLM sets 300 s from 0.8.5)",
                    "export RAY_CGRAPH_get_timeout=300 RAY_CGRAPH_submit_timeout=300")
-    elif g is not None and g.knob == RPC.name:
-        draft.step("raise the V0 RPC timeout (milliseconds) above the longest step", "export VLLM_RPC_TIMEOUT=60000")
     draft.step("bound the longest step so it fits any guard", "--max-num-batched-tokens 8192   # chunked prefill")
     draft.undecided = "a stack capture during the next stall shows the workers computing (slow) or waiting (stuck)"
     return draft.cite_consequences(event).done()
@@ -314,11 +311,11 @@ def external_guard(facts: Facts) -> Verdict | None:
         draft.cite(facts.event_at(activity.source, activity.line), Role.SUPPORTING, "the engine was working")
         draft.cite(event, Role.ROOT_CAUSE, "a guard outside vLLM, shorter than the work")
         if g is not None and g.owner.startswith("platform"):
-            draft.step("give start-up its own probe so liveness only starts once the server is up",
-                       "startupProbe: {httpGet: {path: /health, port: 8000}, periodSeconds: 10, failureThreshold: 180}")
+            draft.step("give start-up its own probe so liveness only starts once the server is up (in the pod spec: "
+                       "startupProbe: {httpGet: {path: /health, port: 8000}, periodSeconds: 10, failureThreshold: 180})")
         else:
-            draft.step("give the replica longer to answer its health check",
-                       "@serve.deployment(health_check_timeout_s=600, health_check_period_s=30)")
+            draft.step("give the replica longer to answer its health check (in the deployment's code: "
+                       "@serve.deployment(health_check_timeout_s=600, health_check_period_s=30))")
         return draft.cite_consequences(event).done()
     draft = Draft(facts, Kind.UNKNOWN, 0.35,
                   f"unknown: the {name} gave up on the server, and the log does not show what the engine was doing")

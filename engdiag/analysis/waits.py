@@ -208,9 +208,9 @@ def _comm_steps(draft: Draft, event: Event) -> None:
             draft.step("see what Ray can place: GPUs per node against the parallel sizes", "ray status")
         else:
             draft.step("make every member reach the master address: a routable IP, never 127.0.0.1 on multi-node",
-                       "export VLLM_HOST_IP=<this node's IP>   # and MASTER_ADDR / --data-parallel-address")
+                       "export VLLM_HOST_IP=$(hostname -I | cut -d' ' -f1)   # and MASTER_ADDR / --data-parallel-address")
             draft.step("check that every node and rank was launched and can open the port",
-                       "nc -vz <master address> <port>")
+                       'nc -vz "$MASTER_ADDR" "${MASTER_PORT:-29500}"')
     elif signal is Signal.PEER_LOST:
         draft.step("check the fabric between the nodes (link state, GID index, MTU)", "ibv_devinfo; ibstat")
         draft.step("get NCCL's account of the transport", "export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET")
@@ -368,7 +368,7 @@ def core_waits(facts: Facts) -> Verdict | None:
         draft.undecided = ("the workers' own logs or a stack capture (engdiag snapshot / py-spy dump on a "
                            "worker) show whether they sit in a rendezvous or collective set-up")
         draft.step("make every node reach the rendezvous address (a routable IP, not 127.0.0.1)",
-                   "export VLLM_HOST_IP=<this node's IP>")
+                   "export VLLM_HOST_IP=$(hostname -I | cut -d' ' -f1)")
         return draft.done()
     return None
 

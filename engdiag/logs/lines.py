@@ -122,12 +122,18 @@ class Piece:
 _DAYS = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 
 
-def _stamp(match: re.Match[str]) -> Stamp | None:
-    month, day = int(match["mo"]), int(match["d"])
-    hours, minutes, seconds = int(match["h"]), int(match["mi"]), int(match["s"])
+def make_stamp(month: int, day: int, hours: int, minutes: int, seconds: int) -> Stamp | None:
+    """The one place a time of day becomes a Stamp, for every line shape and scanner backend.
+
+    An impossible time (02-30, 25:61:61) is no time: the record is placed at the previous one's.
+    """
     if not (1 <= month <= 12 and 1 <= day <= _DAYS[month - 1] and hours < 24 and minutes < 60 and seconds < 61):
-        return None  # an impossible time (02-30, 25:61:61) is no time: the record is placed at the previous one's
+        return None
     return Stamp(month, day, hours * 3600 + minutes * 60 + min(seconds, 59))
+
+
+def _stamp(match: re.Match[str]) -> Stamp | None:
+    return make_stamp(int(match["mo"]), int(match["d"]), int(match["h"]), int(match["mi"]), int(match["s"]))
 
 
 def _one_tag(text: str) -> tuple[Proc | None, str]:
@@ -290,11 +296,10 @@ def _outer_prefix(text: str) -> tuple[str, Stamp | None]:
     if text[:1].isdigit() and (match := _NS_EPOCH.match(text)) is not None:
         return text[match.end() :], None
     if text[:2] == "[2" and (match := _BRACKET_TS.match(text)) is not None:
-        month, day, hours, minutes, seconds = (int(g) for g in match.groups()[1:])
-        return text[match.end() :], Stamp(month, day, hours * 3600 + minutes * 60 + min(seconds, 59))
+        return text[match.end() :], make_stamp(*(int(g) for g in match.groups()[1:]))
     if text[:3] in _MONTHS and (match := _PLATFORM.match(text)) is not None:
-        stamp = Stamp(_MONTHS.index(match["mon"]) + 1, int(match["d"]),
-                      int(match["h"]) * 3600 + int(match["mi"]) * 60 + min(int(match["s"]), 59))
+        stamp = make_stamp(_MONTHS.index(match["mon"]) + 1, int(match["d"]), int(match["h"]), int(match["mi"]),
+                           int(match["s"]))
         return text[match.end() :].replace("\\|", "|"), stamp
     return text, None
 
@@ -315,8 +320,7 @@ def _json_record(line: str, lineno: int, width: int) -> list[Piece]:
     stamp = None
     when = re.match(r"\d{4}-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)", str(record.get("asctime", "")))
     if when is not None:
-        month, day, hours, minutes, seconds = (int(g) for g in when.groups())
-        stamp = Stamp(month, day, hours * 3600 + minutes * 60 + min(seconds, 59))
+        stamp = make_stamp(*(int(g) for g in when.groups()))
     level = str(record.get("levelname", "INFO")).upper()
     name = str(record.get("processName") or "")
     pid = record.get("process")

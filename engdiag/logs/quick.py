@@ -19,9 +19,9 @@ import re
 from itertools import pairwise
 
 from engdiag.logs.engines import literal_bytes
-from engdiag.logs.events import Event, Proc, Stamp
+from engdiag.logs.events import Event, Proc
 from engdiag.logs.extract import MAX_EVENT_TEXT
-from engdiag.logs.lines import Piece, Shape
+from engdiag.logs.lines import Piece, Shape, make_stamp
 from engdiag.logs.patterns import RULES_BY_LITERAL
 from engdiag.redact import mask
 
@@ -45,16 +45,16 @@ def quick_piece(line: bytes, lineno: int) -> Piece | None:
     match = _VLLM.match(line)
     if match is not None:
         name, pid, level, mo, d, h, mi, s, path, number = match.groups()
-        month, day, hours, minutes, seconds = int(mo), int(d), int(h), int(mi), int(s)
-        if not (1 <= month <= 12 and 1 <= day <= 31 and hours < 24 and minutes < 60 and seconds < 61):
-            return None
+        stamp = make_stamp(int(mo), int(d), int(h), int(mi), int(s))
+        if stamp is None:
+            return None  # the line scanner's slower path says what an impossible time means
         return Piece(
             lineno=lineno,
             shape=Shape.VLLM,
             msg=line[match.end() :].decode(),
             proc=_proc(name, pid),
             level=level.decode(),
-            stamp=Stamp(month, day, hours * 3600 + minutes * 60 + min(seconds, 59)),
+            stamp=stamp,
             fileinfo=f"{path.decode()}:{number.decode()}",
             width=len(line),
         )
