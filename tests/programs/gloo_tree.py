@@ -59,7 +59,7 @@ def orphan_recv(dist, torch, rank: int, world: int, signal) -> None:
 
 
 def slow(dist, torch, rank: int, world: int, signal) -> None:
-    weights = torch.randn(320, 320)
+    weights = torch.randn(640, 640)  # compute dominates each step, as in a real engine's forward pass
     total = torch.zeros(8)
     while True:
         for _ in range(6):
