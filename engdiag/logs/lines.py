@@ -307,9 +307,12 @@ def _outer_prefix(text: str) -> tuple[str, Stamp | None]:
 def _json_record(line: str, lineno: int, width: int) -> list[Piece]:
     """vLLM's JSON log formatter (``--logging-config.formatter json``, 0.32+): one object a line.
 
-    Keys: ``asctime`` (``YYYY-MM-DD HH:MM:SS,mmm``), ``levelname``, ``name``,
-    ``processName``, ``process``, ``message`` and ``exc_info`` for tracebacks.  Each
+    Keys (``JSON_FORMAT``, vllm/logging_utils/formatter.py:7 in 0.32–0.34): ``asctime``
+    (``YYYY-MM-DD HH:MM:SS,mmm``), ``levelname``, ``name``, ``processName``, ``process``,
+    ``message``; python-json-logger adds ``exc_info`` (and ``stack_info``) as text.  Each
     message line becomes a piece with the record's header, so a traceback stays one record.
+    ``processName`` is the multiprocessing name (``EngineCore``, ``EngineCore_DP0``,
+    ``VllmWorker-0``); the API server's is ``MainProcess``, which names no role and is dropped.
     """
     try:
         record = json.loads(line)
@@ -325,12 +328,16 @@ def _json_record(line: str, lineno: int, width: int) -> list[Piece]:
     name = str(record.get("processName") or "")
     pid = record.get("process")
     proc = Proc(name, int(pid) if isinstance(pid, int) else None) if name and name != "MainProcess" else None
+    message = record["message"]
+    if "\n" not in message and _ACCESS.match(message) is not None:
+        # uvicorn's access logger shares the formatter (uvicorn_logging.py:143): a request line, as in the text log
+        return [Piece(lineno=lineno, shape=Shape.ACCESS, msg=message, proc=proc, level=level, stamp=stamp, width=width)]
     fileinfo = f"{record.get('name', 'vllm')}:0"
-    text = record["message"] + (f"\n{record['exc_info']}" if isinstance(record.get("exc_info"), str) else "")
+    extra = "".join(f"\n{record[key]}" for key in ("exc_info", "stack_info") if isinstance(record.get(key), str))
     return [
         Piece(lineno=lineno, shape=Shape.VLLM, msg=msg, proc=proc, level=level, stamp=stamp, fileinfo=fileinfo,
               width=width)
-        for msg in text.split("\n")
+        for msg in (message + extra).split("\n")
     ]
 
 
