@@ -33,8 +33,8 @@ _SHUTDOWN_EXCEPTIONS = ("KeyboardInterrupt", "SystemExit", "CancelledError", "as
 
 
 def _is_stop_dump(event: Event) -> bool:
-    """The 0.33+ watchdog's dump ``due to SIGTERM``: the stop itself, not a stall."""
-    return event.signal is Signal.STACK_DUMP and isinstance(event.data, Timeout) and "SIG" in (event.data.call or "")
+    """The 0.33+ watchdog's dump ``due to SIGTERM`` (or a worker's ``due to shutdown``): the stop itself, not a stall."""
+    return event.signal is Signal.STACK_DUMP and isinstance(event.data, Timeout) and event.data.is_stop_dump
 
 
 def _stop(facts: Facts) -> Event | None:

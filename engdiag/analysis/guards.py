@@ -130,7 +130,7 @@ def _client_guard(facts: Facts) -> Guard | None:
 def guard(facts: Facts) -> Guard | None:
     """The guard that fired first (vLLM's, Ray's, NCCL's, DeepEP's, or the client's)."""
     for event in facts.t.of(*GUARD_SIGNALS):
-        if event.signal is Signal.STACK_DUMP and isinstance(event.data, Timeout) and "SIG" in (event.data.call or ""):
+        if event.signal is Signal.STACK_DUMP and isinstance(event.data, Timeout) and event.data.is_stop_dump:
             continue
         return _guard_for(facts, event)
     fatal = timeout_event(facts)

@@ -272,7 +272,7 @@ def _short_guard(facts: Facts, event: Event, g: Guard | None) -> Verdict | None:
 def watchdog_stall(facts: Facts) -> Verdict | None:
     """vLLM 0.33+'s watchdog dumped stacks: a loop made no progress for its feed timeout (300 s default)."""
     dumps = [e for e in facts.t.of(Signal.STACK_DUMP)
-             if not (isinstance(e.data, Timeout) and "SIG" in (e.data.call or ""))]
+             if not (isinstance(e.data, Timeout) and e.data.is_stop_dump)]
     if not dumps:
         return None
     event = dumps[0]

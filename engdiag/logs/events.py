@@ -269,6 +269,16 @@ class Timeout:
     guard: str | None = None
     """Which guard fired when the line says (``ray-cgraph``, ``deepep``, ``watchdog``...)."""
 
+    @property
+    def is_stop_dump(self) -> bool:
+        """A 0.33+ watchdog dump taken because the process was being stopped, not because it stalled.
+
+        The reason after ``due to`` is ``feed timeout`` for a stall, the signal's name (``SIGTERM``,
+        vllm/v1/engine/core.py:1703 in 0.34) when the engine core is stopped, and ``shutdown`` when a
+        worker's parent went away (vllm/v1/executor/multiproc_executor.py:979).
+        """
+        return self.guard == "watchdog" and (self.call or "").startswith(("SIG", "shutdown"))
+
 
 @dataclass(frozen=True, slots=True)
 class Rendezvous:

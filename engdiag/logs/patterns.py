@@ -549,6 +549,9 @@ RULES: tuple[Rule, ...] = (
         lambda m, t: [ShmStall(int(m["s"]))],
     ),
     Rule(Signal.ITERATION_TIMEOUT, "Engine iteration timed out", _c(r"Engine iteration timed out")),
+    # V0 MQLLMEngine (0.6.x): raised, not logged, and shown inside the client's error/traceback text —
+    # TimeoutError("No heartbeat received from MQLLMEngine") engine/multiprocessing/client.py:142 and
+    # RuntimeError("Engine loop has died") engine/multiprocessing/engine.py:325 in 0.6.3.post1; gone by 0.8.5.
     Rule(Signal.HEARTBEAT_LOST, "No heartbeat received", _c(r"No heartbeat received from MQLLMEngine")),
     Rule(Signal.HEARTBEAT_LOST, "Engine loop has died", _c(r"Engine loop has died")),
     Rule(
@@ -572,9 +575,14 @@ RULES: tuple[Rule, ...] = (
     Rule(Signal.ENGINE_READY_TIMEOUT, "Timed out waiting for engine", _c(r"Timed out waiting for engine(?:s to send| core processes to start)")),
     Rule(Signal.ENGINE_READY_TIMEOUT, "Did not receive response from front-end", _c(r"Did not receive response from front-end process")),
     Rule(Signal.ENGINE_FATAL, "EngineCore encountered a fatal error", _c(r"EngineCore encountered a fatal error"), _failure("busy loop")),
+    # early V1 (0.7.x–0.8.4): "EngineCore hit an exception: %s" v1/engine/core.py:291 (0.7.3), :387 (0.8.4)
     Rule(Signal.ENGINE_FATAL, "EngineCore hit an exception", _c(r"EngineCore hit an exception"), _failure("busy loop")),
     Rule(Signal.ENGINE_FATAL, "EngineCore failed to start", _c(r"EngineCore failed to start"), _failure("start-up")),
+    # "Engine core initialization failed. See root cause above. Failed core proc(s): {...}" v1/engine/utils.py
+    # (0.10.1+; 0.34:1478, the dict may be empty `{}`); 0.32+ also "Frontend process failed during engine core
+    # initialization. ..." (0.34:1473).
     Rule(Signal.ENGINE_FATAL, "Engine core initialization failed", _c(r"Engine core initialization failed"), _failure("start-up")),
+    Rule(Signal.ENGINE_FATAL, "Frontend process failed during engine", _c(r"Frontend process failed during engine core initialization"), _failure("start-up")),
     Rule(Signal.ENGINE_FATAL, "Engine process failed to start", _c(r"Engine process failed to start"), _failure("start-up")),
     Rule(
         Signal.ENGINE_FATAL,
@@ -586,7 +594,12 @@ RULES: tuple[Rule, ...] = (
     Rule(Signal.ENGINE_DEAD, "EngineDeadError", _c(r"(?:Async|MQ)?EngineDeadError")),
     Rule(Signal.ENGINE_DEAD, "Engine process (pid", _c(r"Engine process \(pid \d+\) died")),
     Rule(Signal.ENGINE_DEAD, ", terminating server process", _c(r"(?:has failed|is already dead), terminating server process")),
-    Rule(Signal.ENGINE_DEAD, "Got fatal signal from worker", _c(r"Got fatal signal from worker processes")),
+    # early V1 (0.7.x–0.8.4): CRITICAL "Got fatal signal from worker processes, shutting down. ..."
+    # v1/engine/core_client.py:191 (0.7.3), :359 (0.8.4), echoed by the executor as "MulitprocExecutor got
+    # fatal signal ..." (sic) v1/executor/multiproc_executor.py:49/:50; gone by 0.8.5.
+    Rule(Signal.ENGINE_DEAD, "ot fatal signal from worker", _c(r"[Gg]ot fatal signal from worker processes")),
+    # "AsyncLLM output_handler failed." v1/engine/async_llm.py (0.8.5+); before it (0.7.3:289, 0.8.4:345)
+    # "EngineCore output handler hit an error: %s".
     Rule(Signal.ENGINE_DEAD, "output_handler failed", _c(r"output_handler failed")),
     Rule(Signal.ENGINE_DEAD, "output handler hit an error", _c(r"output handler hit an error")),
     Rule(Signal.ENGINE_DEAD, "Background loop ", _c(r"Background loop (?:has errored|is not running|is stopped)")),
@@ -597,8 +610,19 @@ RULES: tuple[Rule, ...] = (
     Rule(
         Signal.WORKER_DIED,
         "died unexpectedly",
-        _c(r"(?P<who>Worker proc|Engine core proc) (?P<name>\S+) died unexpectedly(?: \(exit code: (?P<code>-?\d+)\))?"),
+        # "Worker proc %s died unexpectedly[ (exit code: %s)], ..." multiproc_executor.py (0.8.5+; code 0.32+ :405),
+        # "RayWorkerProc rank=%s died unexpectedly, ..." ray_executor_v2.py:523 and "Engine core process %s died
+        # unexpectedly." v1/utils.py:593 (0.32–0.34), "Engine core proc %s died unexpectedly" core_client.py (≤0.18)
+        _c(r"(?P<who>Worker proc|RayWorkerProc|Engine core proc(?:ess)?) (?P<name>[^\s.]+(?:\.[^\s.]+)*?)\.? "
+           r"died unexpectedly(?: \(exit code: (?P<code>-?\d+)\))?"),
         lambda m, t: [Failure(name=f"{m['who']} {m['name']}", exit_code=_i(m["code"]))],
+    ),
+    Rule(
+        Signal.WORKER_DIED,
+        "died with exit code",
+        # the 0.32+ API-server process manager: f"Process {name} (PID: {pid}) died with exit code {code}" v1/utils.py:587
+        _c(r"Process (?P<name>\S+) \(PID: \d+\) died with exit code (?P<code>-?\d+)"),
+        lambda m, t: [Failure(name=m["name"], exit_code=int(m["code"]))],
     ),
     Rule(
         Signal.WORKER_DIED,
