@@ -9,8 +9,8 @@ Ray Serve health checks, a launcher's start-up timeout, the client).  ``timeouts
 from __future__ import annotations
 
 from engdiag.analysis.facts import Facts
-from engdiag.analysis.model import Guard
-from engdiag.logs.events import Event, NcclWork, Signal, Timeout
+from engdiag.analysis.model import Activity, Guard
+from engdiag.logs.events import Event, Failure, NcclWork, Signal, Timeout
 from engdiag.timeouts.knobs import (
     DISTRIBUTED,
     ENGINE_READY,
@@ -137,6 +137,31 @@ def guard(facts: Facts) -> Guard | None:
     if fatal is not None:
         return _guard_for(facts, fatal)
     return _client_guard(facts)
+
+
+_CRASH_SIGNALS = (Signal.CUDA_OOM, Signal.CUDA_ERROR, Signal.FATAL_SIGNAL, Signal.WORKER_EXCEPTION,
+                  Signal.WORKER_DIED, Signal.COLLECTIVE_MISMATCH, Signal.PEER_LOST, Signal.RENDEZVOUS_FAILED)
+
+
+def cut_startup_wait(facts: Facts, activities: tuple[Activity, ...]) -> Guard | None:
+    """The start-up guard, when the API server's start-up wait died while start-up work was still advancing.
+
+    A traceback through ``launch_core_engines`` / ``wait_for_engine_startup`` with its exception cut off,
+    no crash anywhere, and a start-up phase still advancing at its last line: the only thing that ends
+    that wait without an error of its own is VLLM_ENGINE_READY_TIMEOUT_S (600 s; fixed before 0.14)
+    — nightly-161-shard-load-timeout-ascend, 43 min into a 161-shard load.
+    """
+    failures = [e for e in facts.t.of(Signal.ENGINE_FATAL)
+                if isinstance(e.data, Failure) and e.data.name == "start-up" and not e.data.exception]
+    if not failures or facts.t.of(*_CRASH_SIGNALS):
+        return None
+    event = failures[0]
+    if facts.served_before(event) or not any(a.startup and a.advancing and not a.finished for a in activities):
+        return None
+    return Guard("engine start-up timeout", "vLLM", float(ENGINE_READY.default),
+                 "default; inferred — the start-up wait's traceback is cut before its exception",
+                 "engine start-up: weight loading, profiling, compilation, CUDA-graph capture",
+                 ENGINE_READY.name, event.source, event.line, event.stamp.text if event.stamp else None)
 
 
 def timeout_event(facts: Facts) -> Event | None:

@@ -13,6 +13,6 @@ def build_model(facts: Facts) -> Model:
     return Model(
         activities=activities,
         waits=tuple(waits.waits(facts)),
-        guard=guards.guard(facts),
+        guard=guards.guard(facts) or guards.cut_startup_wait(facts, activities),
         startup_seconds=phases.startup_seconds(facts, activities),
     )
