@@ -13,13 +13,16 @@ from tests.conftest import CORPUS
 CASES = sorted(p for p in CORPUS.iterdir() if (p / "case.json").exists())
 OTHER = {"crashed", "healthy", "unknown"}
 UNDECIDABLE_FROM_THE_LOG = {
-    # The excerpt is six lines of the executor's dequeue traceback and nothing else.  The thread's
-    # "slow" rests on what the reporter found outside the log (--gdn-prefill-backend triton avoids it;
-    # cold FlashInfer GDN kernels JIT-compile for minutes, PR #46764).  The same six lines end a hung
-    # worker's step, so the honest verdict is unknown, naming the lines that would decide.
+    # Medium confidence, kept undecided on purpose.  The excerpt is six lines of vLLM 0.18.1's dequeue
+    # traceback (multiproc_executor.py:376, core.py:1101) and nothing else.  The thread's "slow" rests on
+    # what the reporter found outside the log (--gdn-prefill-backend triton avoids it; cold FlashInfer GDN
+    # kernels JIT-compile for minutes, PR #46764).  The same traceback ends a worker stalled by failing HBM
+    # (sample-tokens-timeout-failing-hbm-a100): test_a_bare_step_timeout_fragment_cannot_tell_jit_from_a_hang
+    # shows the two give the same model, so a rule calling this one slow would call that one slow too.
     "qwen35-flashinfer-gdn-prefill-jit-rpc-timeout": "slow",
-    # Low confidence: the excerpt is only the execute_model RPC timeout traceback; the thread (closed stale)
-    # shows an oversized image prompt, but nobody established that the step was progressing.
+    # Low confidence: the excerpt is only vLLM 0.9.2's execute_model RPC timeout traceback
+    # (multiproc_executor.py:158/:221, 300 s default); the thread (closed stale) blames an oversized image
+    # prompt, but the excerpt never shows the step's size and nobody established the step was progressing.
     "internvl-oversized-mm-prompt-execute-model-rpc-timeout": "slow",
 }
 
@@ -163,3 +166,16 @@ def test_a_long_generation_that_outlasts_the_client_is_slow():
     verdict = _analysis("qwen72b-int4-slow-generation-client-aborted").verdict
     assert verdict.kind.value == "slow" and "client" in verdict.headline
     assert any(e.role.value == "consequence" and "Aborted" in e.text for e in verdict.evidence)
+
+
+def test_a_bare_step_timeout_fragment_cannot_tell_jit_from_a_hang():
+    """Why qwen35-flashinfer-gdn-prefill-jit-rpc-timeout stays unknown: its excerpt and that of a worker
+    stalled by failing HBM reconstruct to the same model — no phase, no wait, one step guard — so nothing
+    in the log separates the slow one from the stuck one."""
+    jit = _analysis("qwen35-flashinfer-gdn-prefill-jit-rpc-timeout")
+    hbm = _analysis("sample-tokens-timeout-failing-hbm-a100")
+    for analysis in (jit, hbm):
+        assert not analysis.model.activities and not analysis.model.waits
+        assert analysis.model.guard is not None and analysis.model.guard.knob == "VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS"
+        assert analysis.verdict.kind.value == "unknown" and analysis.verdict.undecided
+    assert jit.verdict.headline == hbm.verdict.headline
