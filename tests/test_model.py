@@ -35,6 +35,20 @@ def test_a_watchdog_feed_timeout_with_nothing_advancing_is_a_stall(tmp_path):
     assert "VLLM_STACK_DUMP" in (analysis.verdict.undecided or "") or "dump" in (analysis.verdict.undecided or "")
 
 
+def test_the_watchdog_limit_its_start_line_printed_is_the_guards_limit(tmp_path):
+    """0.33/0.34 watch_dog.py:165 logs the configured feed timeout when the watchdog starts."""
+    analysis = _analyze(tmp_path, """\
+(EngineCore pid=9) INFO 12-03 04:00:00 [watch_dog.py:165] [Watchdog]Start with timeout=60 check_interval=10 dump_dir=/d
+(APIServer pid=1) INFO 12-03 04:00:10 [loggers.py:257] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 0.0 tokens/s, Running: 4 reqs, Waiting: 0 reqs, GPU KV cache usage: 3.0%
+(EngineCore pid=9) INFO 12-03 04:01:20 [watch_dog.py:96] [Watchdog]Dumped stack to /d/VLLM_STACK_DUMP_for_engine_0_9.log due to feed timeout
+""")
+    guard = analysis.model.guard
+    assert guard is not None and guard.limit_s == 60 and guard.limit_origin == "printed"
+    assert not analysis.model.activities or all(a.name != "watchdog" for a in analysis.model.activities)
+    assert analysis.verdict.kind.value == "deadlocked"
+    assert any("60 s, printed" in e.note for e in analysis.verdict.evidence)
+
+
 def test_a_sigterm_drain_and_the_deaths_after_it_are_healthy(tmp_path):
     analysis = _analyze(tmp_path, """\
 (APIServer pid=1) INFO 12-03 04:00:00 [loggers.py:257] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 52.0 tokens/s, Running: 2 reqs, Waiting: 0 reqs, GPU KV cache usage: 3.0%

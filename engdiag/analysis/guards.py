@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from engdiag.analysis.facts import Facts
 from engdiag.analysis.model import Activity, Guard
-from engdiag.logs.events import Event, Failure, NcclWork, Signal, Timeout
+from engdiag.logs.events import Event, Failure, NcclWork, Phase, Signal, Timeout
 from engdiag.timeouts.knobs import (
     DISTRIBUTED,
     ENGINE_READY,
@@ -99,7 +99,10 @@ def _guard_for(facts: Facts, event: Event) -> Guard:
                      work.timeout_ms / 1000 if work.timeout_ms else None, "printed" if work.timeout_ms else "unknown",
                      f"collective {what}", DISTRIBUTED.name, *where)
     if signal is Signal.STACK_DUMP:
-        return Guard("vLLM watchdog (0.33+)", "vLLM", 300.0, "default",
+        set_to = [e.data.name.split()[-1] for e in facts.before(event)
+                  if isinstance(e.data, Phase) and e.data.name.startswith("watchdog_configured")]
+        limit, origin = (float(set_to[-1]), "printed") if set_to else (300.0, "default")
+        return Guard("vLLM watchdog (0.33+)", "vLLM", limit, origin,
                      f"progress of the process's main loop ({data.call or 'feed timeout'}); dumps stacks, never kills",
                      WATCHDOG.name, *where)
     if signal is Signal.EXTERNAL_GUARD and data.guard == "k8s-probe":

@@ -287,7 +287,9 @@ def watchdog_stall(facts: Facts) -> Verdict | None:
         return draft.done()
     draft = Draft(facts, Kind.DEADLOCKED, 0.5,
                   "deadlocked: vLLM's watchdog saw no progress for its feed timeout and dumped the stacks")
-    draft.cite(event, Role.ROOT_CAUSE, "no loop iteration completed within the watchdog timeout (300 s default)")
+    g = facts.model.guard
+    limit = f"{g.limit_s:g} s, {g.limit_origin}" if g is not None and g.limit_s is not None else "300 s default"
+    draft.cite(event, Role.ROOT_CAUSE, f"no loop iteration completed within the watchdog timeout ({limit})")
     draft.undecided = "the dumped stack file this line names: a thread in a collective or queue wait (stuck) or in compute (slow)"
     draft.step("read the stack dump the watchdog wrote", "cat VLLM_STACK_DUMP_for_*.log")
     return draft.done()

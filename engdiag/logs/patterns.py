@@ -918,6 +918,14 @@ RULES: tuple[Rule, ...] = (
         lambda m, t: [Phase(f"{m['b']} {m['e']} during inference")],
     ),
     Rule(
+        Signal.STARTUP_PHASE,
+        "[Watchdog]Start with timeout=",
+        # 0.33/0.34 vllm/utils/watch_dog.py:165 "[Watchdog]Start with timeout=%s check_interval=%s dump_dir=%s":
+        # the feed timeout a later "due to feed timeout" dump waited (--watchdog-config, 300 s default)
+        _c(r"\[Watchdog\]Start with timeout=(?P<s>\d+)"),
+        lambda m, t: [Phase(f"watchdog_configured {m['s']}")],
+    ),
+    Rule(
         Signal.STACK_DUMP,
         "[Watchdog]Dumped stack",
         _c(r"\[Watchdog\]Dumped stack to (?P<p>\S+) due to (?P<r>[^\n]+)"),
