@@ -53,6 +53,9 @@ def timeout_verdict(facts: Facts) -> Verdict | None:
     event = timeout_event(facts)
     if event is None:
         return startup_death(facts)
+    raised = _raised_before(facts, event)
+    if raised is not None:
+        return _guard_after_a_crash(facts, event, raised)
     if event.signal is Signal.ENGINE_READY_TIMEOUT:
         return _startup_timeout(facts, event)
     if event.signal is Signal.ITERATION_TIMEOUT:
@@ -67,6 +70,32 @@ def timeout_verdict(facts: Facts) -> Verdict | None:
         draft.undecided = "a stack capture during the stall (engdiag snapshot) would show whether the loop was computing"
         return draft.cite(event, Role.ROOT_CAUSE).cite_consequences(event).done()
     return _step_timeout(facts, event)
+
+
+_NOT_A_CRASH = ("TimeoutError", "CancelledError", "KeyboardInterrupt", "SystemExit", "DeadError", "Empty",
+                "DistBackendError", "DistStoreError", "DistNetworkError")
+"""Exceptions that are a guard or a wait giving up (or the engine-dead error after it), not a fault."""
+
+
+def _raised_before(facts: Facts, guard: Event) -> Event | None:
+    """An exception the engine logged at ERROR before the guard fired, other than a timeout or its echoes."""
+    for event in facts.before(guard):
+        exception = facts.exception_of(event) or ""
+        if (event.signal is Signal.EXCEPTION and (event.level or "").upper() in ("ERROR", "CRITICAL")
+                and event.line != guard.line and not any(name in exception for name in _NOT_A_CRASH)):
+            return event
+    return None
+
+
+def _guard_after_a_crash(facts: Facts, guard: Event, raised: Event) -> Verdict:
+    """A guard that fired after the engine had already raised reports a dead engine, not a slow one."""
+    exception = facts.exception_of(raised) or raised.text
+    name = facts.model.guard.name if facts.model.guard is not None else guard.signal.value.replace("_", " ")
+    draft = Draft(facts, Kind.CRASHED, 0.75,
+                  f"crashed: the engine raised {exception[:160]}; the {name} that fired after it is its echo")
+    draft.cite(raised, Role.ROOT_CAUSE, "the first exception: the engine died here")
+    draft.cite(guard, Role.CONSEQUENCE, "a guard waiting on a process that had already died")
+    return draft.cite_consequences(raised).done()
 
 
 def _startup_timeout(facts: Facts, event: Event) -> Verdict:

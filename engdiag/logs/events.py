@@ -88,6 +88,8 @@ class Signal(str, Enum):
     """A guard outside vLLM fired: a Kubernetes probe, a Ray Serve health check."""
     STACK_IN_COLLECTIVE = "stack_in_collective"
     """A captured stack (faulthandler, py-spy, vLLM's call tracer) that sits inside a collective."""
+    EXCEPTION = "exception"
+    """A Python exception line (``AssertionError: ...``): a traceback's end, whoever printed it."""
     OPERATOR_STOP = "operator_stop"
     """Someone asked the server to stop (SIGTERM, a drain)."""
 

@@ -470,7 +470,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         Signal.MEMORY,
         "Available KV cache memory",
-        _c(r"Available KV cache memory: (?P<v>[\d.]+) GiB"),
+        _c(r"Available KV cache memory: (?P<v>-?[\d.]+) GiB"),
         _memory(("available_kv_cache", "v", "GiB")),
     ),
     Rule(
@@ -487,8 +487,8 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         Signal.MEMORY,
-        "# GPU blocks:",
-        _c(r"# GPU blocks: (?P<g>\d+)(?:, # CPU blocks: (?P<c>\d+))?"),
+        "# CPU blocks:",
+        _c(r"# (?!CPU)\w+ blocks: (?P<g>\d+), # CPU blocks: (?P<c>\d+)"),
         _memory(("gpu_blocks", "g", "blocks"), ("cpu_blocks", "c", "blocks")),
     ),
     Rule(
@@ -497,7 +497,7 @@ RULES: tuple[Rule, ...] = (
         _c(
             r"model weights take (?P<w>[\d.]+)GiB; non_torch_memory takes (?P<n>[\d.]+)GiB; "
             r"PyTorch activation peak memory takes (?P<a>[\d.]+)GiB; "
-            r"the rest of the memory reserved for KV Cache is (?P<k>[\d.]+)GiB"
+            r"the rest of the memory reserved for KV Cache is (?P<k>-?[\d.]+)GiB"
         ),
         _memory(
             ("weights", "w", "GiB"),
@@ -527,6 +527,22 @@ RULES: tuple[Rule, ...] = (
         Signal.KV_CACHE_INSUFFICIENT,
         "stored in KV cache",
         _c(r"larger than the maximum number of tokens that can be stored in KV cache"),
+    ),
+    # The profiler's own figures saying nothing is left for the KV cache: V0's worker.py
+    # ("... reserved for KV Cache is -1.05GiB"), executor_base.py ("# cuda blocks: 0, # CPU blocks: N",
+    # the device key is "GPU" in older releases) and the concurrency both engines print
+    # (rtx4060-8gb-qwen7b-kv-cache-negative-zero-blocks: the ValueError itself fell past the excerpt).
+    Rule(
+        Signal.KV_CACHE_INSUFFICIENT,
+        "the rest of the memory reserved for KV Cache is -",
+        _c(r"the rest of the memory reserved for KV Cache is -[\d.]+GiB"),
+    ),
+    Rule(Signal.KV_CACHE_INSUFFICIENT, "Available KV cache memory: -", _c(r"Available KV cache memory: -[\d.]+ GiB")),
+    Rule(Signal.KV_CACHE_INSUFFICIENT, "# CPU blocks:", _c(r"# (?!CPU)\w+ blocks: 0, # CPU blocks:")),
+    Rule(
+        Signal.KV_CACHE_INSUFFICIENT,
+        "Maximum concurrency for",
+        _c(r"Maximum concurrency for [\d,]+ tokens per request: 0\.00x"),
     ),
     Rule(Signal.KV_CACHE_INSUFFICIENT, "is less than desired GPU memory utilization", _c(r"is less than desired GPU memory utilization")),
     Rule(
@@ -660,6 +676,11 @@ RULES: tuple[Rule, ...] = (
         _c(r"\AProcess (?P<name>[\w-]+):\n"),
         lambda m, t: [Failure(exception=last_exception(t), name=m["name"])],
     ),
+    # The end of any traceback: which exception a process raised.  Read as a root cause only where a
+    # guard fired after it (tt-prefill-over-32k-assert-then-no-heartbeat: V0's MQLLMEngine logs its loop's
+    # exception, engine.py `logger.exception(repr(e))`, and the client's heartbeat times out minutes later).
+    Rule(Signal.EXCEPTION, "Error: ", _EXCEPTION_LINE, lambda m, t: [Failure(exception=last_exception(t))]),
+    Rule(Signal.EXCEPTION, "Exception: ", _EXCEPTION_LINE, lambda m, t: [Failure(exception=last_exception(t))]),
     Rule(
         Signal.NCCL_WATCHDOG_TIMEOUT,
         "Watchdog caught collective operation timeout",
