@@ -51,8 +51,8 @@ class Analysis:
 
     @property
     def found_vllm(self) -> bool:
-        """Did any line carry a vLLM signal?"""
-        return bool(self.timeline.events)
+        """Did any line carry a vLLM signal or a vLLM logger's time?"""
+        return bool(self.timeline.events) or any(s.first is not None for s in self.timeline.sources)
 
 
 def frame_incident(timeline: Timeline) -> Incident:

@@ -92,6 +92,13 @@ def classify(timeline: Timeline) -> Verdict:
 
 def judge(facts: Facts) -> Verdict:
     """The verdict for a timeline's facts (the caller keeps ``facts.model`` to show it)."""
+    if not facts.t.events and any(s.first is not None for s in facts.t.sources):
+        return Verdict(
+            kind=Kind.UNKNOWN,
+            confidence=0.1,
+            headline="unknown: the vLLM lines here carry no progress, timeout, stall, memory or crash signal",
+            undecided="the lines around the failure: the full log from launch, or the traceback's last line",
+        )
     if not facts.t.events:
         return Verdict(
             kind=Kind.UNKNOWN,

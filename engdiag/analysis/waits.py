@@ -246,7 +246,12 @@ def unsatisfiable_wait(facts: Facts, root: Event) -> Verdict:
         f"{party} ({why})",
     }[root.signal]
     confidence = {Signal.COLLECTIVE_MISMATCH: 0.85, Signal.RENDEZVOUS_FAILED: 0.85}.get(root.signal, 0.75)
+    bare = root.data == Rendezvous()
+    if bare:  # only the traceback's frame through the rendezvous: the error saying who was missing is cut off
+        confidence = 0.6
     draft = Draft(facts, Kind.DEADLOCKED, confidence, headline)
+    if bare:
+        draft.undecided = "the traceback's last line: 'N/M clients joined' names how many members never arrived"
     draft.generic_steps = False
     draft.cite(root, Role.ROOT_CAUSE, "a wait that can never be satisfied")
     if any(e.signal is Signal.FATAL_SIGNAL for e in facts.events):

@@ -818,6 +818,16 @@ RULES: tuple[Rule, ...] = (
         _c(r"timed out after (?P<ms>\d+)ms while trying to connect to \((?P<addr>[^)]*)\)"),
         lambda m, t: [Rendezvous(limit_s=int(m["ms"]) / 1000, address=m["addr"].replace(" ", ""), what="store")],
     ),
+    # A traceback through the rendezvous itself: torch's init_process_group raised inside
+    # ``store, rank, world_size = next(rendezvous_iterator)`` (distributed_c10d.py), i.e. the store never
+    # gathered its members or could not be reached; the error line may be cut off
+    # (dgx-spark-2node-rank1-never-joins-hardwrapped: 1/2 clients joined, the line fell past the paste).
+    Rule(
+        Signal.RENDEZVOUS_FAILED,
+        "next(rendezvous_iterator)",
+        _c(r"next\(rendezvous_iterator\)"),
+        _const(Rendezvous()),
+    ),
     Rule(
         Signal.RENDEZVOUS_FAILED,
         "cannot be scheduled right now",
