@@ -34,7 +34,7 @@ HUGE_STEP_TOKENS = 32_768
 
 def is_startup_work(event: Event) -> bool:
     """Weight loading, profiling, compilation or CUDA-graph capture (not the API server waiting on them)."""
-    if isinstance(event.data, Phase) and event.data.name.startswith(("waiting", "ray_cgraph_configured", "watchdog_configured")):
+    if isinstance(event.data, Phase) and not event.data.is_work:
         return False  # the API server waiting, or a setting logged: not work in progress
     if event.signal in STARTUP_WORK:
         return True

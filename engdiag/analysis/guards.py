@@ -109,7 +109,11 @@ def _guard_for(facts: Facts, event: Event) -> Guard:
         return Guard(f"Kubernetes {data.call}", "platform (kubelet)", None, "the pod spec's periodSeconds × failureThreshold",
                      "the server answering /health within the probe's limits", "livenessProbe / startupProbe", *where)
     if signal is Signal.EXTERNAL_GUARD and data.guard == "platform":
-        return Guard("platform start-up timeout", "platform", None, "the launcher's own setting",
+        armed = [float(e.data.name.split()[-1]) for e in facts.before(event)
+                 if isinstance(e.data, Phase) and e.data.name.startswith("platform_limit_configured")]
+        if limit is None and armed:
+            limit, origin = armed[-1], "printed"
+        return Guard("platform start-up timeout", "platform", limit, origin if limit is not None else "the launcher's own setting",
                      "the server becoming ready after launch", "the launcher's start-up timeout", *where)
     if signal is Signal.EXTERNAL_GUARD:
         return Guard("Ray Serve health check", "Ray Serve", limit, origin if limit else "health_check_timeout_s",

@@ -128,8 +128,8 @@ def is_progress(event: Event) -> bool:
         return data.prompt_tps > 0 or data.generation_tps > 0
     if event.signal is Signal.PROGRESS_BAR and isinstance(data, Progress):
         return data.done > 0
-    if isinstance(data, Phase) and data.name.startswith("waiting"):
-        return False  # the API server waiting on the engine is not the engine working
+    if isinstance(data, Phase) and not data.is_work:
+        return False  # the API server waiting on the engine, or a setting logged, is not the engine working
     return event.signal in PROGRESS
 
 

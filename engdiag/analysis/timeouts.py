@@ -35,6 +35,8 @@ from engdiag.logs.events import Event, Iteration, Phase, Progress, Signal, Timeo
 
 LONG_STEP_MS = 10_000
 """A step this long (``Iteration(N): ... elapsed time``) is already a large share of any step guard."""
+MIN_STARTUP_S = 60.0
+"""No vLLM server becomes ready faster: importing torch, loading any model and warming up take this long."""
 SHORT_LIMIT_S = 30.0
 """A step guard this short can be outlasted by one long prefill on a large model."""
 
@@ -263,9 +265,14 @@ def before_guard(facts: Facts, event: Event) -> list[Event]:
     return facts.before(event)
 
 
+def _executor_set_up(event: Event) -> bool:
+    """The Ray executor logging its compiled-graph limit: no step can have started before it."""
+    return isinstance(event.data, Phase) and event.data.name.startswith("ray_cgraph_configured")
+
+
 def _short_guard(facts: Facts, event: Event, g: Guard | None) -> Verdict | None:
     """A guard whose limit is shorter than one long step, firing while requests were in flight."""
-    last_work = next((e for e in reversed(facts.before(event)) if is_progress(e)), None)
+    last_work = next((e for e in reversed(facts.before(event)) if is_progress(e) or _executor_set_up(e)), None)
     gap = facts.seconds(last_work, event) if last_work is not None else None
     limit = g.limit_s if g is not None else None
     short_limit = limit is not None and limit <= SHORT_LIMIT_S
@@ -332,6 +339,14 @@ def external_guard(facts: Facts) -> Verdict | None:
     event = fired[0]
     g = facts.model.guard
     name = g.name if g is not None and g.owner != "vLLM" else "an outside health check"
+    if g is not None and g.owner == "platform" and g.limit_s is not None and g.limit_s < MIN_STARTUP_S:
+        draft = Draft(facts, Kind.SLOW, 0.7,
+                      f"slow start-up (for its guard): the {name} allowed {g.limit_s:g} s, less than any vLLM "
+                      "start-up takes — the server was killed before it could become ready")
+        draft.cite(event, Role.ROOT_CAUSE, f"a start-up limit of {g.limit_s:g} s")
+        draft.step("give the launcher a start-up timeout longer than the server's start-up (minutes for a "
+                   "first start that downloads, loads and compiles)")
+        return draft.cite_consequences(event).done()
     working = [a for a in facts.model.activities if a.advancing or (a.startup and not facts.served_before(event))]
     if working:
         activity = working[-1]

@@ -223,6 +223,12 @@ class Phase:
     seconds: float | None = None
     gib: float | None = None
 
+    @property
+    def is_work(self) -> bool:
+        """False for the API server waiting on the engine and for a guard's setting logged at start-up."""
+        return not self.name.startswith(("waiting", "ray_cgraph_configured", "watchdog_configured",
+                                         "platform_limit_configured"))
+
 
 @dataclass(frozen=True, slots=True)
 class Memory:

@@ -280,7 +280,9 @@ def pieces(line: str, lineno: int) -> list[Piece]:
         parts = _NCCL_SPLIT.split(text) if text.count(" NCCL ") > 1 else _split_glued(text)
         for part in parts:
             piece = _parse(part, lineno, kube_ts, repeat, width)
-            if piece.stamp is None and outer is not None and piece.shape is not Shape.BARE:
+            # the wrapper's clock stamps every line; vLLM's own may run in another time zone
+            # (modal-runner-init-300s-timeout-during-torch-compile: console 14:38, vLLM 12:38), so one clock wins
+            if outer is not None and piece.shape is not Shape.BARE:
                 piece = replace(piece, stamp=outer)
             out.append(piece)
     return out

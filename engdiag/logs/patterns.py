@@ -903,6 +903,22 @@ RULES: tuple[Rule, ...] = (
         _c(r"(?:failed to (?:start|become ready)|(?:was )?not (?:ready|healthy)) within (?:the )?timeout"),
         _const(Timeout(call="server start-up", guard="platform")),
     ),
+    # Modal's runner: "Runner has been initializing for too long: 300 seconds"
+    # (modal-runner-init-300s-timeout-during-torch-compile, the container was still compiling).
+    Rule(
+        Signal.EXTERNAL_GUARD,
+        "initializing for too long",
+        _c(r"initializing for too long(?:: (?P<s>[\d.]+) ?s(?:econds)?)?"),
+        lambda m, t: [Timeout(call="server start-up", limit_s=_f(m["s"]), guard="platform")],
+    ),
+    # A launcher announcing its start-up limit: "Waiting for vllm-server to be ready (timeout: 0s)..."
+    # (lemonade-wrapper-zero-second-readiness-timeout-kills-vllm: a limit of 0 s).
+    Rule(
+        Signal.STARTUP_PHASE,
+        "to be ready (timeout: ",
+        _c(r"to be ready \(timeout: (?P<s>[\d.]+) ?s\)"),
+        lambda m, t: [Phase(f"platform_limit_configured {m['s']}")],
+    ),
     Rule(
         Signal.EXTERNAL_GUARD,
         "Didn't receive health check response",
