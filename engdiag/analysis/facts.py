@@ -137,7 +137,9 @@ class Facts:
         if any(size is not None and size > 1 for size in sizes):
             return True
         ranks = {e.proc.name for e in self.events if e.proc is not None and e.proc.role is Role.WORKER}
-        return len(ranks) > 1
+        # V0 spawns VllmWorkerProcess / RayWorkerWrapper only beside a driver rank that logs untagged
+        # (pp2-startup-hang-after-pynccl-p2p-ctrl-c-dump: one tagged worker, two ranks)
+        return len(ranks) > 1 or any(name.startswith(("VllmWorkerProcess", "RayWorkerWrapper")) for name in ranks)
 
     def shm_stalls(self, *, workers: bool) -> list[Event]:
         """Shared-memory waits logged by workers (``workers=True``) or by anyone else."""

@@ -205,20 +205,24 @@ def _retries(facts: Facts) -> Iterable[Activity]:
 
 
 def _process_group(facts: Facts) -> Iterable[Activity]:
-    """torch.distributed / NCCL set-up: from the rendezvous line to the first communicator."""
+    """torch.distributed / NCCL set-up: the rendezvous line, then pynccl's communicator set-up.
+
+    pynccl's "vLLM is using nccl==X" is printed as the communicator set-up *starts* (a broadcast of the
+    unique id, ncclCommInitRank, a warm-up all_reduce follow), so set-up is finished only once other
+    start-up work follows (pp2-startup-hang-after-pynccl-p2p-ctrl-c-dump: both ranks print it, then 20 min
+    of nothing until NCCL_P2P_DISABLE=1).
+    """
     lines = [e for e in facts.t.of(Signal.STARTUP_PHASE) if isinstance(e.data, Phase)
-             and e.data.name.startswith(("process_group_init", "nccl_communicator_ready"))]
-    inits = [e for e in lines if e.data.name.startswith("process_group_init")]  # type: ignore[union-attr]
-    if not inits:
+             and e.data.name.startswith(("process_group_init", "nccl_communicator_init"))]
+    if not lines:
         return
-    ready = [e for e in lines if e.data.name == "nccl_communicator_ready"]  # type: ignore[union-attr]
-    later = [e for e in facts.after(inits[-1]) if is_startup_work(e) and isinstance(e.data, (Phase, Progress))
-             and not (isinstance(e.data, Phase) and e.data.name.startswith("process_group_init"))]
-    done = bool(ready) or bool(later)
-    end = ready[-1] if ready else (later[0] if later else inits[-1])
-    method = inits[0].data.name.split(" ", 1)[-1]  # type: ignore[union-attr]
-    yield _activity("process-group / NCCL init", inits[0], end, seconds=_span(inits[0], end), advancing=False,
-                    finished=done, detail=f"{len(inits)} rank(s) at {method}")
+    inits = [e for e in lines if e.data.name.startswith("process_group_init")]  # type: ignore[union-attr]
+    later = [e for e in facts.after(lines[-1]) if is_startup_work(e) and isinstance(e.data, (Phase, Progress))]
+    end = later[0] if later else lines[-1]
+    method = inits[0].data.name.split(" ", 1)[-1] if inits else "pynccl communicator set-up"  # type: ignore[union-attr]
+    count = len(inits) if inits else len(lines)
+    yield _activity("process-group / NCCL init", lines[0], end, seconds=_span(lines[0], end), advancing=False,
+                    finished=bool(later), detail=f"{count} rank(s) at {method}")
 
 
 def _autotune(facts: Facts) -> Iterable[Activity]:
@@ -368,7 +372,10 @@ def long_generation(facts: Facts) -> Verdict | None:
     """Requests still generating steadily at the end of the log: the engine works; the wait was long."""
     stats = facts.stats
     tail = stats[-3:]
-    if len(tail) < 3:
+    # Two steady intervals suffice when the client then aborted the running requests: the engine was
+    # visibly working when the caller gave up (tt-llama8b-dp16-eval-requests-aborted-at-10min-while-generating).
+    aborted_after = len(tail) >= 2 and any(e.signal is Signal.REQUEST_ABORTED for e in facts.after(tail[-1][0]))
+    if len(tail) < (2 if aborted_after else 3):
         return None
     steady = all(s.running > 0 and s.generation_tps > 0 and s.waiting == 0 for _, s in tail)
     no_new_prompts = all(s.prompt_tps == 0 for _, s in tail[1:])

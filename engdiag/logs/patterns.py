@@ -450,7 +450,9 @@ RULES: tuple[Rule, ...] = (
         Signal.STARTUP_PHASE,
         "vLLM is using nccl==",
         _c(r"vLLM is using nccl==(?P<v>[\w.]+)"),
-        lambda m, t: [Phase("nccl_communicator_ready")],
+        # pynccl.py logs this as it *starts* a communicator: the unique-id broadcast, ncclCommInitRank and a
+        # warm-up all_reduce follow (PyNcclCommunicator.__init__, 0.6.4 pynccl.py:69)
+        lambda m, t: [Phase("nccl_communicator_init")],
     ),
     Rule(Signal.SERVER_READY, "Application startup complete", _c(r"Application startup complete")),
     Rule(Signal.SERVER_READY, "Starting vLLM API server", _c(r"Starting vLLM API server")),
