@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from engdiag.analysis.draft import Draft
 from engdiag.analysis.facts import Facts, is_startup_work
 from engdiag.analysis.model import Activity
-from engdiag.analysis.verdict import Kind, Role, Verdict
+from engdiag.analysis.verdict import Kind, MemoryKind, Role, Verdict
 from engdiag.logs.events import (
     _DAYS_BEFORE_MONTH,
     SECONDS_PER_DAY,
@@ -161,6 +161,20 @@ def _reported(facts: Facts) -> Iterable[Activity]:
                        event.source, event.line)
 
 
+def _capture_started(facts: Facts) -> Iterable[Activity]:
+    """V0's "Capturing cudagraphs for decoding" (no bar): capture running until it reports its end."""
+    starts = [e for e in facts.t.of(Signal.STARTUP_PHASE) if isinstance(e.data, Phase)
+              and e.data.name == "cuda_graph_capture"]
+    if not starts:
+        return
+    ends = [e for e in facts.t.of(Signal.STARTUP_PHASE) if isinstance(e.data, Phase)
+            and e.data.name == "cuda_graphs_captured" and facts.at(e) > facts.at(starts[0])]
+    if ends:
+        return  # the reported duration covers it (_reported)
+    yield _activity("CUDA-graph capture", starts[0], starts[-1], seconds=None, advancing=False, finished=False,
+                    detail="started, no end reported")
+
+
 def _kv_sizing(facts: Facts) -> Iterable[Activity]:
     sizes = [e for e in facts.t.of(Signal.MEMORY) if isinstance(e.data, Memory)
              and e.data.name in ("available_kv_cache", "gpu_blocks", "kv_cache_tokens")]
@@ -290,7 +304,7 @@ def _shutdown(facts: Facts) -> Iterable[Activity]:
 def activities(facts: Facts) -> list[Activity]:
     """Every activity the log shows, in the order their last lines appear."""
     found = [
-        *_process_group(facts), *_autotune(facts), *_bars(facts), *_reported(facts), *_kv_sizing(facts), *_compiles(facts),
+        *_process_group(facts), *_autotune(facts), *_bars(facts), *_reported(facts), *_capture_started(facts), *_kv_sizing(facts), *_compiles(facts),
         *_retries(facts),
         *_handshake(facts), *_serving(facts), *_shutdown(facts),
     ]
@@ -410,6 +424,17 @@ _RANKS_MEET = {
 """Start-up phases where ranks synchronise: a multi-rank start-up that stops in one is waiting on a peer."""
 
 
+HIGH_UTILIZATION = 0.95
+"""A --gpu-memory-utilization this high leaves no headroom for CUDA-graph pools and allocator slack."""
+
+
+def _utilization(facts: Facts) -> float | None:
+    """The share of the GPU vLLM was told to use (V0's ``total_gpu_memory (T) x gpu_memory_utilization (U)``)."""
+    figures = {e.data.name: e.data.value for e in facts.t.of(Signal.MEMORY) if isinstance(e.data, Memory)}
+    total, usable = figures.get("total_gpu_memory"), figures.get("usable_gpu_memory")
+    return usable / total if total and usable is not None else None
+
+
 def startup_stopped(facts: Facts) -> Verdict | None:
     """The log ends during start-up, with nothing fatal: not evidence of health, nor of a hang."""
     if facts.t.serving_started or facts.t.of(Signal.SERVER_READY):
@@ -433,6 +458,18 @@ def startup_stopped(facts: Facts) -> Verdict | None:
                    "export NCCL_P2P_DISABLE=1")
         draft.step("make every rank reach the rendezvous address (multi-node: a routable IP)",
                    "export VLLM_HOST_IP=$(hostname -I | cut -d' ' -f1)")
+        return draft.done()
+    share = _utilization(facts)
+    if last.name == "CUDA-graph capture" and not last.finished and share is not None and share >= HIGH_UTILIZATION:
+        # CUDA graphs are captured after the KV cache took its share: at ≥ 0.95 of the GPU nothing is left
+        # for the graphs' own pools (ray-multinode-v0-cudagraph-capture-oom-gpu-util-098-lost-first-char).
+        draft = Draft(facts, Kind.FRAGMENTED, 0.45,
+                      f"GPU memory exhausted at start-up (likely): the log stops in CUDA-graph capture with "
+                      f"gpu_memory_utilization at {share:.2f} — the graphs need memory beyond what profiling left")
+        draft.sub_kind = MemoryKind.EXHAUSTION
+        draft.cite(facts.event_at(last.source, last.line), Role.ROOT_CAUSE, "capture started and never reported its end")
+        draft.undecided = "the lines after capture started: a CUDA out-of-memory traceback confirms it"
+        draft.step("leave the graphs room, or skip them", "--gpu-memory-utilization 0.9")
         return draft.done()
     draft = Draft(facts, Kind.UNKNOWN, 0.35,
                   f"unknown: the log ends during start-up — {last.name} {state} ({last.detail}) — with "

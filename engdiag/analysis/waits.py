@@ -318,6 +318,10 @@ def collective_timeout(facts: Facts, root: Event) -> Verdict:
     return draft.cite_consequences(root).done()
 
 
+_STUCK_SIGNS = (Signal.NCCL_WATCHDOG_TIMEOUT, Signal.COLLECTIVE_MISMATCH, Signal.PEER_LOST, Signal.RENDEZVOUS_FAILED,
+                Signal.COMM_TIMEOUT, Signal.STACK_IN_COLLECTIVE)
+
+
 def core_waits(facts: Facts) -> Verdict | None:
     """The engine core waiting on its workers, judged by what the workers were doing."""
     core = [w for w in facts.model.waits if w.on == "workers"]
@@ -342,6 +346,20 @@ def core_waits(facts: Facts) -> Verdict | None:
     if wait.satisfiable is True:
         return None
     shown_work = bool(facts.startup_work_before(first)) or any(is_startup_work(e) for e in facts.events)
+    launched = [e for e in facts.before(first) if e.signal is Signal.VERSION]
+    if repeated and not served and not shown_work and launched and not facts.t.of(*_STUCK_SIGNS):
+        # The engine was seen starting and never served: its waits are on the start-up RPCs (load, profile,
+        # compile, capture), the time-consuming work the message itself names; nothing shows a worker stuck
+        # (nemotron-super-lora-module-regex-startup-timeout: minutes in a slow per-module LoRA check).
+        draft = Draft(facts, Kind.SLOW, 0.45,
+                      f"slow start-up (likely): the engine core waited {wait.seconds or 0:.0f} s on its workers "
+                      "during start-up, with nothing showing them stuck")
+        draft.cite(launched[-1], Role.SUPPORTING, "the engine was starting")
+        draft.cite(first, Role.ROOT_CAUSE, "the engine core waits on workers busy with start-up work")
+        draft.cite(stalls[-1], Role.SUPPORTING, f"{len(stalls)} consecutive waits")
+        draft.undecided = ("the workers' own lines during the wait, or a stack capture (engdiag snapshot): "
+                           "loading, compiling or capturing means slow; a collective or rendezvous means stuck")
+        return draft.done()
     if repeated and (served or not shown_work):
         by_proc = {w.waiter for w in core}
         draft = Draft(facts, Kind.DEADLOCKED, 0.55 + (0.1 if len(by_proc) > 1 else 0),

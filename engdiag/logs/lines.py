@@ -44,6 +44,8 @@ _ACTOR_TAG = re.compile(
 )
 """A Ray actor whose name has parentheses (Ray Data's ``MapWorker(MapBatches(...))``),
 sometimes with its opening bracket lost in a paste."""
+_LOST_PAREN_TAG = re.compile(r"(?P<name>[A-Za-z_]\w{0,60}) pid=(?P<pid>\d+)(?:, ip=(?P<ip>[^)\s]*))?\)[ \t]?")
+"""A process tag whose opening bracket a paste lost (``RayWorkerWrapper pid=7) INFO ...``): pid= is required."""
 _ROLE_NAMES = ("EngineCore", "APIServer", "ApiServer", "VllmWorker", "Worker", "RayWorker")
 _BARE_ROLE = re.compile(
     r"(?P<name>(?:EngineCore|APIServer|ApiServer|VllmWorker|Worker)\w*) "
@@ -143,7 +145,7 @@ def _one_tag(text: str) -> tuple[Proc | None, str]:
         pid = match["pid"]
         if pid is not None or name.startswith(_ROLE_NAMES):
             return Proc(name, int(pid) if pid else None, match["ip"]), text[match.end() :]
-    match = _ACTOR_TAG.match(text)
+    match = _ACTOR_TAG.match(text) or _LOST_PAREN_TAG.match(text)
     if match is not None:
         return Proc(match["name"], int(match["pid"]), match["ip"]), text[match.end() :]
     match = _BARE_ROLE.match(text)
