@@ -78,6 +78,9 @@ _RECORD_START = re.compile(
     r"(?:\([A-Za-z_][\w .=-]{0,60}? pid=\d+(?:, ip=[^)\s]*)?\)\s?)?"
     r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d"
 )
+_TAGGED_RECORD_START = re.compile(
+    r"\([A-Za-z_][\w .=-]{0,60}? pid=\d+(?:, ip=[^)\s]*)?\)\s?(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d"
+)
 _GLOG_LEVELS = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "CRITICAL"}
 
 
@@ -242,13 +245,21 @@ def _strip_colour(text: str) -> str:
 
 
 def _split_glued(text: str) -> list[str]:
-    """Split a tqdm bar from a record printed right after it on the same line."""
-    if "|" not in text or ("it/s" not in text and "s/it" not in text):
-        return [text]
-    match = _RECORD_START.search(text, 1)
-    if match is None or _BAR.match(text[: match.start()]) is None:
-        return [text]
-    return [text[: match.start()], text[match.start() :]]
+    """Split a record from what was printed just before it on the same line without a newline.
+
+    A tqdm bar (it redraws without one), or a native library's line cut off mid-write by another
+    process (hami-libvgpu-tp2-nccl-init-stall-fused-line-waiting-engine: ``... NCCL INFO Channel 01/0 :
+    (APIServer pid=1) DEBUG 08-09 ...``): a process tag, a level and a time start a record.
+    """
+    if "|" in text and ("it/s" in text or "s/it" in text):
+        match = _RECORD_START.search(text, 1)
+        if match is not None and _BAR.match(text[: match.start()]) is not None:
+            return [text[: match.start()], text[match.start() :]]
+    if " NCCL " in text and " pid=" in text:
+        match = _TAGGED_RECORD_START.search(text, 1)
+        if match is not None:
+            return [text[: match.start()], text[match.start() :]]
+    return [text]
 
 
 def pieces(line: str, lineno: int) -> list[Piece]:
