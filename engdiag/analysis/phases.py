@@ -218,6 +218,9 @@ def _retries(facts: Facts) -> Iterable[Activity]:
                         finished=False, detail=f"{len(retries)} bounded wait(s) timed out and were retried")
 
 
+NCCL_SETUP = "NCCL communicator set-up (NCCL INFO lines)"
+
+
 def _process_group(facts: Facts) -> Iterable[Activity]:
     """torch.distributed / NCCL set-up: the rendezvous line, then pynccl's communicator set-up.
 
@@ -227,14 +230,19 @@ def _process_group(facts: Facts) -> Iterable[Activity]:
     of nothing until NCCL_P2P_DISABLE=1).
     """
     lines = [e for e in facts.t.of(Signal.STARTUP_PHASE) if isinstance(e.data, Phase)
-             and e.data.name.startswith(("process_group_init", "nccl_communicator_init"))]
+             and e.data.name.startswith(("process_group_init", "nccl_communicator_init", "nccl_comm_setup"))]
     if not lines:
         return
     inits = [e for e in lines if e.data.name.startswith("process_group_init")]  # type: ignore[union-attr]
     later = [e for e in facts.after(lines[-1]) if is_startup_work(e) and isinstance(e.data, (Phase, Progress))]
     end = later[0] if later else lines[-1]
-    method = inits[0].data.name.split(" ", 1)[-1] if inits else "pynccl communicator set-up"  # type: ignore[union-attr]
-    count = len(inits) if inits else len(lines)
+    if inits:
+        method = inits[0].data.name.split(" ", 1)[-1]  # type: ignore[union-attr]
+    elif any(e.data.name == "nccl_communicator_init" for e in lines):  # type: ignore[union-attr]
+        method = "pynccl communicator set-up"
+    else:
+        method = NCCL_SETUP
+    count = len(inits) if inits else len({e.proc for e in lines if e.proc is not None} or {None})
     yield _activity("process-group / NCCL init", lines[0], end, seconds=_span(lines[0], end), advancing=False,
                     finished=bool(later), detail=f"{count} rank(s) at {method}")
 
@@ -424,6 +432,20 @@ _RANKS_MEET = {
 """Start-up phases where ranks synchronise: a multi-rank start-up that stops in one is waiting on a peer."""
 
 
+NCCL_SETUP_S = 60.0
+"""NCCL communicator set-up takes seconds when every peer is reachable; a minute of silence after it is a hang."""
+
+
+def _silence_after(facts: Facts, activity: Activity) -> float | None:
+    """Seconds the log runs on after an activity's last line (other processes' stamped lines)."""
+    event = facts.event_at(activity.source, activity.line)
+    stamped = [e for e in facts.after(event) if e.stamp is not None] if event is not None else []
+    if not stamped:
+        return None
+    start = event.stamp if event.stamp is not None else stamped[0].stamp
+    return float(stamped[-1].stamp.key - start.key)  # type: ignore[union-attr]
+
+
 HIGH_UTILIZATION = 0.95
 """A --gpu-memory-utilization this high leaves no headroom for CUDA-graph pools and allocator slack."""
 
@@ -442,9 +464,17 @@ def startup_stopped(facts: Facts) -> Verdict | None:
     startup = [a for a in facts.model.activities if a.startup]
     if not startup or facts.shm_stalls(workers=True):
         return None
-    last = startup[-1]
+    # the API server's handshake wait only says the engine is not up; the engine's own last step says where
+    engine_side = [a for a in startup if a.name != "start-up handshake"]
+    last = (engine_side or startup)[-1]
     state = "still advancing" if last.advancing else ("finished" if last.finished else "running")
-    if last.name in _RANKS_MEET and facts.multi_rank and not last.advancing:
+    nccl_only = last.name == "process-group / NCCL init" and NCCL_SETUP in last.detail
+    if nccl_only and (_silence_after(facts, last) or 0) < NCCL_SETUP_S:
+        nccl_only_and_brief = True  # NCCL's INFO lines alone, with no sign of time passing: set-up under way
+    else:
+        nccl_only_and_brief = False
+    if (last.name in _RANKS_MEET and (facts.multi_rank or nccl_only) and not last.advancing
+            and not nccl_only_and_brief):
         draft = Draft(facts, Kind.DEADLOCKED, 0.45,
                       f"deadlocked at start-up: the log stops inside {last.name} ({last.detail}); "
                       f"ranks wait there for each other: {_RANKS_MEET[last.name]}")

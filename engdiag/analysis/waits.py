@@ -421,8 +421,8 @@ def api_waits(facts: Facts) -> Verdict | None:
 def handshake_wait(facts: Facts) -> Verdict | None:
     """The API server waiting for an engine core the log never shows: only its own output decides."""
     wait = next((w for w in facts.model.waits if w.via == "handshake" and w.satisfiable is None), None)
-    if wait is None:
-        return None
+    if wait is None or any(a.startup for a in facts.model.activities):
+        return None  # start-up work the log does show decides (phases.startup_stopped)
     waiting = [e for e in facts.t.of(Signal.STARTUP_PHASE) if getattr(e.data, "name", "") == "waiting_for_engine_cores"]
     draft = Draft(facts, Kind.UNKNOWN, 0.3,
                   f"unknown: the API server waited {wait.seconds or 0:.0f} s for the engine core to start, and the "

@@ -386,6 +386,13 @@ RULES: tuple[Rule, ...] = (
         _c(r"\brank (?P<rank>\d+) nranks (?P<n>\d+)\b"),
         lambda m, t: [ParallelConfig(nranks=int(m["n"]))],
     ),
+    # NCCL's own set-up lines (NCCL_DEBUG=INFO) while ncclCommInitRank runs: channels, rings, "Init START";
+    # "Init COMPLETE" ends it.  Set-up takes seconds (hami-libvgpu-tp2-nccl-init-stall-fused-line-waiting-engine:
+    # the last worker output is "NCCL INFO Channel 01/0 :", then 90 s of the API server waiting).
+    Rule(Signal.STARTUP_PHASE, "Channel ", _c(r"^Channel \d+/\d+ ?:"), _phase("nccl_comm_setup")),
+    Rule(Signal.STARTUP_PHASE, "Connected all ", _c(r"^Connected all (?:rings|trees)"), _phase("nccl_comm_setup")),
+    Rule(Signal.STARTUP_PHASE, " - Init START", _c(r"\bnranks \d+\b.*? - Init START"), _phase("nccl_comm_setup")),
+    Rule(Signal.STARTUP_PHASE, "Init COMPLETE", _c(r"\bnranks \d+\b.*? - Init COMPLETE"), _phase("nccl_comm_ready")),
     Rule(Signal.STARTUP_PHASE, "Loading model weights took", _c(r"Loading model weights took (?P<g>[\d.]+) GB"), _phase("weights_loaded", gib="g")),
     Rule(
         Signal.STARTUP_PHASE,
