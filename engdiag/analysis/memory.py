@@ -50,7 +50,7 @@ def oom(facts: Facts, root: Event) -> Verdict:
             )
             note = "little reserved-but-unallocated memory: not fragmentation, the GPU is full"
         else:
-            draft.headline = f"GPU memory exhausted{_pad(when)}: CUDA out of memory"
+            draft.headline = f"GPU memory exhausted{_pad(when)}: {root.text[:140]}"
             note = "the message carries no allocator numbers"
         draft.notes.append(
             "PyTorch prints the expandable_segments hint in every OOM; it only helps when "

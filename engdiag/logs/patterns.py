@@ -528,6 +528,20 @@ RULES: tuple[Rule, ...] = (
         _memory(("sleep_freed", "f", "GiB")),
     ),
     Rule(Signal.CUDA_OOM, "out of memory", _c(r"(?:CUDA|HIP) out of memory|CUDA (?:driver )?error: out of memory"), _oom),
+    # Other accelerators' allocation failures: torch_npu "NPU out of memory", Ascend's runtime
+    # "Memory_Allocation_Failure(EL0004)" (omni-qwen-image-npu-second-inference-stuck-memory-allocation-failure),
+    # Intel "XPU out of memory", Rebellions "SYS_EBUSY: Lack of device memory"
+    # (rbln-minimax-kv-blocks-device-memory-api-server-waits-probe-kill).
+    Rule(Signal.CUDA_OOM, "out of memory", _c(r"\b(?:NPU|XPU|HPU|MPS) out of memory"), _oom),
+    Rule(Signal.CUDA_OOM, "Memory_Allocation_Failure", _c(r"Memory_Allocation_Failure"), _oom),
+    Rule(Signal.CUDA_OOM, "Lack of device memory", _c(r"Lack of device memory"), _oom),
+    Rule(Signal.KV_CACHE_INSUFFICIENT, "blocks of KV cache", _c(r"Not enough memory for \d+ blocks of KV cache")),
+    # V0's worker wrapper logs "Error executing method initialize_cache. This might cause deadlock in distributed
+    # execution." (worker_base.py, 0.4–0.10) for any exception there; in initialize_cache that is the KV cache not
+    # fitting (raise_if_cache_size_invalid), the "deadlock" being a generic warning
+    # (openrlhf-70b-ppo-initialize-cache-kv-6048-lt-8192-deadlock-warning).
+    Rule(Signal.KV_CACHE_INSUFFICIENT, "Error executing method initialize_cache",
+         _c(r"Error executing method initialize_cache")),
     Rule(Signal.CUDA_OOM, "CUBLAS_STATUS_ALLOC_FAILED", _c(r"CUBLAS_STATUS_ALLOC_FAILED"), _oom),
     Rule(Signal.CUDA_OOM, "OutOfMemoryError", _c(r"(?:torch\.(?:cuda\.)?)?OutOfMemoryError"), _oom),
     Rule(Signal.KV_CACHE_INSUFFICIENT, "No available memory for the cache blocks", _c(r"No available memory for the cache blocks")),
