@@ -66,9 +66,25 @@ def _worker_work(facts: Facts, first: Event, last: Event, waiter: str) -> Event 
         working = event.signal in (Signal.BUSY_RETRY, Signal.COMPILE) or is_startup_work(event) or (
             isinstance(event.data, Progress) and event.data.done > 0
         )
-        if working:
+        if working and stopped_bar(event, last) is None:
             return event
     return None
+
+
+def stopped_bar(event: Event, later: Event) -> float | None:
+    """Seconds a progress bar was due to finish in, when ``later`` came long after that: the bar stopped.
+
+    A bar's own rate says when it ends; waits that go on for minutes past twice that (plus a minute for
+    a slow last item) mean its work stopped (cpu-kv-offload-async-pinning-during-cudagraph-capture-hang:
+    capture at 1/83, 1.9 it/s, then three minutes of the engine core waiting).
+    """
+    data = event.data
+    if not (isinstance(data, Progress) and data.total and data.seconds_per_item and data.done < data.total):
+        return None
+    if event.stamp is None or later.stamp is None:
+        return None
+    due = (data.total - data.done) * data.seconds_per_item
+    return due if later.stamp.key - event.stamp.key > 2 * due + 60 else None
 
 
 def _workers_silent_since(facts: Facts, first: Event) -> float | None:
@@ -332,6 +348,18 @@ def core_waits(facts: Facts) -> Verdict | None:
     first = stalls[0]
     repeated = len(stalls) >= 2
     served = facts.served_before(first)
+    bars = [e for e in facts.before(first) if isinstance(e.data, Progress)]
+    due = stopped_bar(bars[-1], stalls[-1]) if bars and repeated else None
+    if due is not None and not facts.t.of(*UNSATISFIABLE):
+        bar = bars[-1]
+        draft = Draft(facts, Kind.DEADLOCKED, 0.6,
+                      f"deadlocked: {bar.data.bar.strip()} stopped at {bar.data.done}/{bar.data.total} — at its own "  # type: ignore[union-attr]
+                      f"rate it was due to finish within {due:.0f} s, and the engine core waited "
+                      f"{facts.seconds(bar, stalls[-1]) or 0:.0f} s more without another step")
+        draft.cite(bar, Role.ROOT_CAUSE, "the last step of work that never completed")
+        draft.cite(stalls[-1], Role.SUPPORTING, f"{len(stalls)} consecutive waits on the workers")
+        draft.undecided = "a stack capture of the workers now (engdiag snapshot): where inside that step they sit"
+        return draft.done()
     if wait.satisfiable is True and repeated:
         phase = "slow" if served else "slow start-up"
         draft = Draft(facts, Kind.SLOW, 0.6,
