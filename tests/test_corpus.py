@@ -86,7 +86,10 @@ def test_collective_watchdog_names_the_stuck_collective():
 
 
 def test_runtime_compilation_explains_a_step_timeout():
-    verdict = analyze([str(CORPUS / "cutedsl-jit-during-inference-sample-tokens-300s" / "log.txt")]).verdict
+    analysis = analyze([str(CORPUS / "cutedsl-jit-during-inference-sample-tokens-300s" / "log.txt")])
+    # no version line, but only versions with the 300 s VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS have sample_tokens
+    assert analysis.model.guard is not None and analysis.model.guard.limit_s == 300
+    verdict = analysis.verdict
     assert verdict.kind.value == "slow"
     assert "compil" in verdict.headline
     assert any("VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS" in (s.command or "") for s in verdict.next_steps)

@@ -35,9 +35,15 @@ GUARD_SIGNALS = (
 )
 
 
-def _step_limit(facts: Facts) -> tuple[float | None, str]:
-    """The execute_model guard's limit for this version: 40 s fixed in 0.8.x, 300 s from 0.9."""
+def _step_limit(facts: Facts, call: str | None) -> tuple[float | None, str]:
+    """The execute_model guard's limit for this version: 40 s fixed in 0.8.x, 300 s from 0.9.
+
+    Without a version line, a ``sample_tokens`` RPC still dates the log: that RPC exists only in
+    versions that read VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS (absent in 0.11.0, present from 0.17.1).
+    """
     version = parse_version(facts.t.version.version if facts.t.version else None)
+    if version is None and call == "sample_tokens":
+        return float(EXECUTE_MODEL.default), "default; the sample_tokens RPC dates the log after 0.11"
     if version is None:
         return None, "unknown (300 s from 0.9; 40 s in 0.8)"
     return (40.0, "default") if version < (0, 9, 0) else (float(EXECUTE_MODEL.default), "default")
@@ -66,7 +72,7 @@ def _guard_for(facts: Facts, event: Event) -> Guard:
                      "an RPC from the API server to the engine process (health check, request)", RPC.name, *where)
     if signal is Signal.RPC_TIMEOUT:
         if limit is None:
-            limit, origin = _step_limit(facts)
+            limit, origin = _step_limit(facts, data.call)
         return Guard(f"{data.call or 'execute_model'} step timeout", "vLLM", limit, origin,
                      "one model step on the workers (execute_model / sample_tokens)", EXECUTE_MODEL.name, *where)
     if signal is Signal.ITERATION_TIMEOUT:
