@@ -339,3 +339,24 @@ def test_a_multi_rank_start_up_that_stops_in_kernel_autotuning(tmp_path):
     verdict = analysis.verdict
     assert verdict.kind.value == "deadlocked" and "kernel autotune" in verdict.headline
     assert any("cached tuning configs" in note for note in verdict.notes)
+
+
+def test_fault_tolerance_waits_after_the_step_guard_which_is_the_guard_that_fired(tmp_path):
+    """0.32–0.34 fault tolerance: "[FT] Busy loop raised %s. Waiting for recovery." then, after
+    engine_recovery_timeout_sec, "[FT] No recovery within %ds timeout." (engine_core_sentinel.py:531 in 0.34)
+    and the original exception re-raised.  The log begins while serving: no start-up is in it."""
+    head = "(EngineCore pid=9) ERROR 12-03 04:02:00 [core.py:1759] "
+    analysis = _analyze(tmp_path, f"""\
+(APIServer pid=1) INFO 12-03 03:59:00 [loggers.py:326] Engine 000: Avg prompt throughput: 100.0 tokens/s, Avg generation throughput: 300.0 tokens/s, Running: 4 reqs, Waiting: 0 reqs, GPU KV cache usage: 3.0%
+(EngineCore pid=9) WARNING 12-03 04:00:00 [engine_core_sentinel.py:480] [FT] Busy loop raised TimeoutError. Waiting for recovery.
+(EngineCore pid=9) ERROR 12-03 04:02:00 [engine_core_sentinel.py:531] [FT] No recovery within 120s timeout.
+{head}EngineCore encountered a fatal error.
+{head}Traceback (most recent call last):
+{head}  File "/v/vllm/v1/executor/multiproc_executor.py", line 533, in get_response
+{head}    raise TimeoutError(f"RPC call to {{method}} timed out.") from e
+{head}TimeoutError: RPC call to execute_model timed out.
+""")
+    guard = analysis.model.guard
+    assert guard is not None and guard.knob == "VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS"
+    assert "recovery" not in analysis.verdict.headline
+    assert analysis.model.startup_seconds is None

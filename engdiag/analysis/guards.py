@@ -138,11 +138,15 @@ def _client_guard(facts: Facts) -> Guard | None:
 
 def guard(facts: Facts) -> Guard | None:
     """The guard that fired first (vLLM's, Ray's, NCCL's, DeepEP's, or the client's)."""
-    for event in facts.t.of(*GUARD_SIGNALS):
-        if event.signal is Signal.STACK_DUMP and isinstance(event.data, Timeout) and event.data.is_stop_dump:
+    fatal = timeout_event(facts)
+    fired = [e for e in facts.t.of(*GUARD_SIGNALS)
+             if not (e.signal is Signal.STACK_DUMP and isinstance(e.data, Timeout) and e.data.is_stop_dump)]
+    for event in fired:
+        if event.signal is Signal.RECOVERY_TIMEOUT and (fatal is not None or len(fired) > 1):
+            # fault tolerance only waits for recovery after another fault ("[FT] Busy loop raised %s. Waiting for
+            # recovery.", then the original exception re-raised): that fault's guard is the one that fired
             continue
         return _guard_for(facts, event)
-    fatal = timeout_event(facts)
     if fatal is not None:
         return _guard_for(facts, fatal)
     return _client_guard(facts)
