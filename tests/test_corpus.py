@@ -47,6 +47,8 @@ def test_corpus_case_gets_its_label(case):
     else:
         assert verdict.kind.value == meta["label"], verdict.headline
     assert 0 < verdict.confidence <= 0.95
+    if verdict.kind.value == "unknown":
+        assert verdict.undecided, "unknown must name the line or capture that would decide"
     assert verdict.evidence, "a verdict must cite at least one line"
     assert all(item.line is not None and item.line >= 1 for item in verdict.evidence)
 
