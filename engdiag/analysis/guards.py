@@ -141,8 +141,9 @@ def guard(facts: Facts) -> Guard | None:
     fatal = timeout_event(facts)
     fired = [e for e in facts.t.of(*GUARD_SIGNALS)
              if not (e.signal is Signal.STACK_DUMP and isinstance(e.data, Timeout) and e.data.is_stop_dump)]
+    other_fired = fatal is not None or any(e.signal is not Signal.RECOVERY_TIMEOUT for e in fired)
     for event in fired:
-        if event.signal is Signal.RECOVERY_TIMEOUT and (fatal is not None or len(fired) > 1):
+        if event.signal is Signal.RECOVERY_TIMEOUT and other_fired:
             # fault tolerance only waits for recovery after another fault ("[FT] Busy loop raised %s. Waiting for
             # recovery.", then the original exception re-raised): that fault's guard is the one that fired
             continue
