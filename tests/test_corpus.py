@@ -47,6 +47,8 @@ def test_corpus_case_gets_its_label(case):
     else:
         assert verdict.kind.value == meta["label"], verdict.headline
     assert 0 < verdict.confidence <= 0.95
+    if verdict.kind.value == "unknown":
+        assert verdict.undecided, "unknown must name the line or capture that would decide"
     assert verdict.evidence, "a verdict must cite at least one line"
     assert all(item.line is not None and item.line >= 1 for item in verdict.evidence)
 
@@ -86,7 +88,10 @@ def test_collective_watchdog_names_the_stuck_collective():
 
 
 def test_runtime_compilation_explains_a_step_timeout():
-    verdict = analyze([str(CORPUS / "cutedsl-jit-during-inference-sample-tokens-300s" / "log.txt")]).verdict
+    analysis = analyze([str(CORPUS / "cutedsl-jit-during-inference-sample-tokens-300s" / "log.txt")])
+    # no version line, but only versions with the 300 s VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS have sample_tokens
+    assert analysis.model.guard is not None and analysis.model.guard.limit_s == 300
+    verdict = analysis.verdict
     assert verdict.kind.value == "slow"
     assert "compil" in verdict.headline
     assert any("VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS" in (s.command or "") for s in verdict.next_steps)

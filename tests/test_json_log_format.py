@@ -132,3 +132,17 @@ def test_a_uvicorn_access_line_through_the_json_formatter_is_still_a_5xx():
     events = scanner.feed(1, line) + scanner.finish()
     errors = [e for e in events if e.signal is Signal.HTTP_ERROR]
     assert len(errors) == 1 and errors[0].data.status == 500 and errors[0].line == 1
+
+
+@pytest.mark.parametrize("prefix", ["2026-12-03T04:00:05.123456789Z ", "vllm-1  | ", "(RayWorkerWrapper pid=7, ip=10.0.0.2) "])
+def test_a_json_record_behind_a_wrappers_prefix_is_still_one_record(prefix):
+    """kubectl --timestamps, docker compose and Ray's actor tag wrap JSON lines as they wrap text ones."""
+    from engdiag.logs.lines import Shape, pieces
+
+    as_json = jsonlogger.JsonFormatter(JSON_FORMAT)
+    line = prefix + as_json.format(_record(*RECORDS[4]))
+    found = pieces(line, 3)
+    assert found[0].shape is Shape.VLLM and found[0].msg == "EngineCore encountered a fatal error."
+    assert found[-1].msg == "TimeoutError: RPC call to execute_model timed out."
+    assert len({p.header for p in found}) == 1 and found[0].proc.name == "EngineCore"
+    assert (found[0].kube_ts is not None) == prefix.startswith("2026")

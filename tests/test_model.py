@@ -339,3 +339,52 @@ def test_a_multi_rank_start_up_that_stops_in_kernel_autotuning(tmp_path):
     verdict = analysis.verdict
     assert verdict.kind.value == "deadlocked" and "kernel autotune" in verdict.headline
     assert any("cached tuning configs" in note for note in verdict.notes)
+
+
+def test_fault_tolerance_waits_after_the_step_guard_which_is_the_guard_that_fired(tmp_path):
+    """0.32–0.34 fault tolerance: "[FT] Busy loop raised %s. Waiting for recovery." then, after
+    engine_recovery_timeout_sec, "[FT] No recovery within %ds timeout." (engine_core_sentinel.py:531 in 0.34)
+    and the original exception re-raised.  The log begins while serving: no start-up is in it."""
+    head = "(EngineCore pid=9) ERROR 12-03 04:02:00 [core.py:1759] "
+    analysis = _analyze(tmp_path, f"""\
+(APIServer pid=1) INFO 12-03 03:59:00 [loggers.py:326] Engine 000: Avg prompt throughput: 100.0 tokens/s, Avg generation throughput: 300.0 tokens/s, Running: 4 reqs, Waiting: 0 reqs, GPU KV cache usage: 3.0%
+(EngineCore pid=9) WARNING 12-03 04:00:00 [engine_core_sentinel.py:480] [FT] Busy loop raised TimeoutError. Waiting for recovery.
+(EngineCore pid=9) ERROR 12-03 04:02:00 [engine_core_sentinel.py:531] [FT] No recovery within 120s timeout.
+{head}EngineCore encountered a fatal error.
+{head}Traceback (most recent call last):
+{head}  File "/v/vllm/v1/executor/multiproc_executor.py", line 533, in get_response
+{head}    raise TimeoutError(f"RPC call to {{method}} timed out.") from e
+{head}TimeoutError: RPC call to execute_model timed out.
+""")
+    guard = analysis.model.guard
+    assert guard is not None and guard.knob == "VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS"
+    assert "recovery" not in analysis.verdict.headline
+    assert analysis.model.startup_seconds is None
+
+
+def test_workers_compiling_kernels_while_the_engine_core_waits_during_serving_is_slow(tmp_path):
+    """0.32+ jit_monitor.py:129 wording; the 60 s wait is shm_broadcast.py's LONG_WAIT_TIME_LOG_MSG (0.34:115)."""
+    wait = ("No available shared memory broadcast block found in 60 seconds. This typically happens when some processes "
+            "are hanging or doing some time-consuming work (e.g. compilation, weight/kv cache quantization).")
+    analysis = _analyze(tmp_path, f"""\
+(APIServer pid=1) INFO 12-03 04:00:00 [loggers.py:326] Engine 000: Avg prompt throughput: 800.0 tokens/s, Avg generation throughput: 100.0 tokens/s, Running: 4 reqs, Waiting: 0 reqs, GPU KV cache usage: 3.0%
+(Worker_TP0 pid=11) WARNING 12-03 04:00:05 [jit_monitor.py:143] Triton kernel JIT compilation during inference: _chunk_scan_fwd (BLOCK=64). This causes a latency spike; consider extending warmup to cover this shape/config.
+(EngineCore pid=9) INFO 12-03 04:01:05 [shm_broadcast.py:681] {wait}
+(EngineCore pid=9) INFO 12-03 04:02:05 [shm_broadcast.py:681] {wait}
+""")
+    assert analysis.verdict.kind.value == "slow" and "start-up" not in analysis.verdict.headline
+    assert "start-up" not in (analysis.verdict.undecided or "")
+
+
+def test_the_dp_coordinators_fixed_start_up_limit_is_not_the_engines(tmp_path):
+    """0.32–0.34 v1/engine/coordinator.py:64 f"DP Coordinator process failed to report ZMQ addresses within
+    timeout={timeout} seconds during startup." with timeout = 120."""
+    analysis = _analyze(tmp_path, """\
+Traceback (most recent call last):
+  File "/v/vllm/v1/engine/coordinator.py", line 64, in _wait_for_zmq_addrs
+RuntimeError: DP Coordinator process failed to report ZMQ addresses within timeout=120 seconds during startup.
+""")
+    verdict = analysis.verdict
+    assert verdict.kind.value == "slow" and "DP coordinator" in verdict.headline and verdict.confidence < 0.5
+    assert analysis.model.guard is not None and analysis.model.guard.limit_s == 120
+    assert verdict.undecided and "coordinator" in verdict.undecided

@@ -35,9 +35,15 @@ GUARD_SIGNALS = (
 )
 
 
-def _step_limit(facts: Facts) -> tuple[float | None, str]:
-    """The execute_model guard's limit for this version: 40 s fixed in 0.8.x, 300 s from 0.9."""
+def _step_limit(facts: Facts, call: str | None) -> tuple[float | None, str]:
+    """The execute_model guard's limit for this version: 40 s fixed in 0.8.x, 300 s from 0.9.
+
+    Without a version line, a ``sample_tokens`` RPC still dates the log: that RPC exists only in
+    versions that read VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS (absent in 0.11.0, present from 0.17.1).
+    """
     version = parse_version(facts.t.version.version if facts.t.version else None)
+    if version is None and call == "sample_tokens":
+        return float(EXECUTE_MODEL.default), "default; the sample_tokens RPC dates the log after 0.11"
     if version is None:
         return None, "unknown (300 s from 0.9; 40 s in 0.8)"
     return (40.0, "default") if version < (0, 9, 0) else (float(EXECUTE_MODEL.default), "default")
@@ -66,7 +72,7 @@ def _guard_for(facts: Facts, event: Event) -> Guard:
                      "an RPC from the API server to the engine process (health check, request)", RPC.name, *where)
     if signal is Signal.RPC_TIMEOUT:
         if limit is None:
-            limit, origin = _step_limit(facts)
+            limit, origin = _step_limit(facts, data.call)
         return Guard(f"{data.call or 'execute_model'} step timeout", "vLLM", limit, origin,
                      "one model step on the workers (execute_model / sample_tokens)", EXECUTE_MODEL.name, *where)
     if signal is Signal.ITERATION_TIMEOUT:
@@ -136,11 +142,16 @@ def _client_guard(facts: Facts) -> Guard | None:
 
 def guard(facts: Facts) -> Guard | None:
     """The guard that fired first (vLLM's, Ray's, NCCL's, DeepEP's, or the client's)."""
-    for event in facts.t.of(*GUARD_SIGNALS):
-        if event.signal is Signal.STACK_DUMP and isinstance(event.data, Timeout) and event.data.is_stop_dump:
+    fatal = timeout_event(facts)
+    fired = [e for e in facts.t.of(*GUARD_SIGNALS)
+             if not (e.signal is Signal.STACK_DUMP and isinstance(e.data, Timeout) and e.data.is_stop_dump)]
+    other_fired = fatal is not None or any(e.signal is not Signal.RECOVERY_TIMEOUT for e in fired)
+    for event in fired:
+        if event.signal is Signal.RECOVERY_TIMEOUT and other_fired:
+            # fault tolerance only waits for recovery after another fault ("[FT] Busy loop raised %s. Waiting for
+            # recovery.", then the original exception re-raised): that fault's guard is the one that fired
             continue
         return _guard_for(facts, event)
-    fatal = timeout_event(facts)
     if fatal is not None:
         return _guard_for(facts, fatal)
     return _client_guard(facts)

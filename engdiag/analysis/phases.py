@@ -326,7 +326,9 @@ def startup_seconds(facts: Facts, activities: Iterable[Activity]) -> float | Non
     first = next((e for e in facts.events if e.stamp is not None), None)
     if first is None:
         return None
-    serving = next((e for e in facts.events[facts.first_serving + 1 :] if e.stamp is not None), None)
+    if facts.first_serving <= facts.position[id(first)]:
+        return None  # the log begins while the engine already serves: no start-up in it
+    serving = next((e for e in facts.events[facts.first_serving :] if e.stamp is not None), None)
     if serving is None and facts.t.serving_started:
         return None
     end = serving or next((e for e in reversed(facts.events) if e.stamp is not None), first)

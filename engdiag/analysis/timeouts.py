@@ -102,11 +102,22 @@ def _guard_after_a_crash(facts: Facts, guard: Event, raised: Event) -> Verdict:
 
 def _startup_timeout(facts: Facts, event: Event) -> Verdict:
     work = facts.startup_work_before(event)
+    timeout = event.data if isinstance(event.data, Timeout) else Timeout()
+    if timeout.guard == "dp-coordinator":
+        # 0.32–0.34 coordinator.py:64: the coordinator only binds sockets and reports them; 120 s is fixed
+        draft = Draft(facts, Kind.SLOW, 0.45,
+                      "slow start-up: the DP coordinator process did not report its addresses within the fixed "
+                      f"{timeout.limit_s or 120:g} s (a starved or hung helper process, not model work)")
+        draft.cite(event, Role.ROOT_CAUSE, "the coordinator process's start-up outlasted its fixed limit")
+        draft.undecided = ("the coordinator's own lines (Started DP Coordinator process) and the host's load at "
+                           "start-up: a coordinator still importing (slow) or one that never runs (stuck)")
+        return draft.cite_consequences(event).done()
+    who = "new engine core processes (a scale-up) were" if timeout.call == "scale-up handshake" else "the engine was"
     draft = Draft(
         facts,
         Kind.SLOW,
         0.75 if work else 0.65,
-        "slow start-up: the engine was still starting when the API server gave up waiting for it"
+        f"slow start-up: {who} still starting when the API server gave up waiting for it"
         + _limit_text(facts.model.guard),
     )
     draft.cite(event, Role.ROOT_CAUSE, "start-up timeouts are usually slow work, not a hang")

@@ -369,7 +369,10 @@ def core_waits(facts: Facts) -> Verdict | None:
         draft.cite(work, Role.ROOT_CAUSE, "the party being waited on was working")
         for event in stalls[-2:]:
             draft.cite(event, Role.SUPPORTING, "the wait, minute after minute")
-        draft.undecided = "whether start-up finished: the lines after this excerpt (Application startup complete)"
+        draft.undecided = (
+            "whether the steps complete: the next stats lines (tokens flowing) or a stack capture of the workers"
+            if served else "whether start-up finished: the lines after this excerpt (Application startup complete)"
+        )
         return draft.done()
     if wait.satisfiable is True:
         return None

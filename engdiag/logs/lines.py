@@ -287,6 +287,9 @@ def pieces(line: str, lineno: int) -> list[Piece]:
         text, outer = _outer_prefix(text)
         if "|" in text and (match := _COMPOSE.match(text)) is not None:
             text = text[match.end() :]
+        if '"levelname"' in text and (found := _wrapped_json(text, lineno, width, kube_ts, outer)):
+            out.extend(found)
+            continue
         repeat = 1
         if "repeated" in text and (match := _REPEATED.search(text)) is not None:
             repeat, text = int(match.group(1)), text[: match.start()]
@@ -317,6 +320,18 @@ def _outer_prefix(text: str) -> tuple[str, Stamp | None]:
                            int(match["s"]))
         return text[match.end() :].replace("\\|", "|"), stamp
     return text, None
+
+
+def _wrapped_json(
+    text: str, lineno: int, width: int, kube_ts: str | None, outer: Stamp | None
+) -> list[Piece]:
+    """A JSON record behind a wrapper's prefix: kubectl's timestamp, compose's ``svc |``, Ray's ``(actor pid=N)``."""
+    tag, rest = _tag(text)
+    rest = rest.lstrip()
+    if rest[:2] != '{"':
+        return []
+    found = _json_record(rest, lineno, width)
+    return [replace(p, kube_ts=kube_ts, proc=p.proc or tag, stamp=p.stamp or outer) for p in found]
 
 
 def _json_record(line: str, lineno: int, width: int) -> list[Piece]:
