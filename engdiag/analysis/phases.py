@@ -50,6 +50,7 @@ _REPORTED = {
     "engine_initialised": "engine init (profile, KV cache, warm-up)",
     "cuda_graphs_captured": "CUDA-graph capture",
     "dynamo": "Dynamo bytecode transform",
+    "warmup_run": "profiling / warm-up run",
 }
 _BARS = (
     ("checkpoint shards", "weight loading"),

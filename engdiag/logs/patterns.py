@@ -401,6 +401,9 @@ RULES: tuple[Rule, ...] = (
         _phase("weights_loaded", seconds="s", gib="g"),
     ),
     Rule(Signal.STARTUP_PHASE, "Loading weights took", _c(r"Loading weights took (?P<s>[\d.]+) seconds"), _phase("weights_read", seconds="s")),
+    # 0.2x+ vllm/compilation/monitor.py: "%sInitial profiling/warmup run took %.2f s" (0.34 :92)
+    Rule(Signal.STARTUP_PHASE, "Initial profiling/warmup run took",
+         _c(r"Initial profiling/warmup run took (?P<s>[\d.]+) s"), _phase("warmup_run", seconds="s")),
     Rule(Signal.STARTUP_PHASE, "Memory profiling takes", _c(r"Memory profiling takes (?P<s>[\d.]+) seconds"), _phase("memory_profiled", seconds="s")),
     Rule(
         Signal.STARTUP_PHASE,
