@@ -71,6 +71,8 @@ RULES: tuple[Callable[[Facts], Verdict | None], ...] = (
     timeouts.external_guard,
     phases.slow_startup,
     crashes.other_fatal,
+    stalls.stack_in_compile,
+    stalls.stack_in_launch,
     stalls.stack_in_collective,
     waits.core_waits,
     waits.api_waits,

@@ -108,6 +108,54 @@ def queueing(facts: Facts) -> Verdict | None:
     return draft.done()
 
 
+def stack_in_compile(facts: Facts) -> Verdict | None:
+    """A captured stack inside compilation: the rank everyone waits on is working — slow, not stuck.
+
+    Kernels compiled on first use (Triton, Inductor, FlashInfer / DeepGEMM JIT) for a shape warm-up did
+    not cover take minutes, while the engine core and the other ranks wait on it
+    (dsv4-sm120-tp2-48x100k-prefill-stall-pyspy-triton-jit-not-deadlock: both TP workers in ``make_llir``,
+    the engine core in ``acquire_read``; 20 s later the batch drained).
+    """
+    stacks = facts.t.of(Signal.STACK_IN_COMPILE)
+    if not stacks:
+        return None
+    first = stacks[0]
+    where = first.data.detail if isinstance(first.data, Peer) else "a compiler"
+    who = first.proc.label if first.proc is not None else "a process"
+    draft = Draft(facts, Kind.SLOW, 0.6,
+                  f"slow: a captured stack shows {who} compiling ({where}) — first-use kernel compilation takes "
+                  "minutes while everyone else waits on it; it is working, not stuck")
+    draft.cite(first, Role.ROOT_CAUSE, "compiling: the party being waited on is working")
+    for event in facts.t.of(Signal.STACK_IN_COLLECTIVE, Signal.SHM_STALL)[:2]:
+        draft.cite(event, Role.CONSEQUENCE, "waiting on the compiling rank")
+    draft.undecided = "a second capture a minute later: a different stack (or tokens flowing) confirms it moved on"
+    draft.step("warm the compile caches before serving (the same shapes once at start-up), or persist them",
+               "export VLLM_CACHE_ROOT=/persistent/vllm-cache TRITON_CACHE_DIR=/persistent/triton-cache")
+    return draft.done()
+
+
+def stack_in_launch(facts: Facts) -> Verdict | None:
+    """A captured stack blocked launching a kernel: the GPU is not finishing the work queued before it.
+
+    A launch returns at once unless the device's queue is full or launches are synchronous
+    (CUDA_LAUNCH_BLOCKING=1), so a hang capture sitting in ``cudaLaunchKernel`` points at a kernel that
+    does not complete (gb10-flashinfer-radix-topk-multicta-wedge-pyspy-quoted, fixed by a FlashInfer upgrade).
+    """
+    stacks = facts.t.of(Signal.STACK_IN_LAUNCH)
+    if not stacks or facts.t.of(Signal.STACK_IN_COMPILE) or any(is_progress(e) for e in facts.after(stacks[0])):
+        return None
+    first = stacks[0]
+    kernel = first.data.detail if isinstance(first.data, Peer) else "a kernel"
+    draft = Draft(facts, Kind.DEADLOCKED, 0.45,
+                  f"deadlocked (likely): a captured stack shows a thread blocked launching {kernel} — the GPU is not "
+                  "finishing the kernels queued before it")
+    draft.cite(first, Role.ROOT_CAUSE, "a launch only blocks when the device does not drain its queue")
+    draft.undecided = ("a second capture, and GPU utilisation (nvidia-smi): the same launch with the GPU busy and no "
+                       "tokens means a kernel that never ends")
+    draft.step("name the kernel: run once with synchronous launches so the hang sits on it", "export CUDA_LAUNCH_BLOCKING=1")
+    return draft.done()
+
+
 def stack_in_collective(facts: Facts) -> Verdict | None:
     """A captured stack inside a collective, and no progress after it: the rank waits for peers that never come.
 

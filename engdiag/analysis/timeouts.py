@@ -374,6 +374,19 @@ def external_guard(facts: Facts) -> Verdict | None:
             draft.step("give the replica longer to answer its health check (in the deployment's code: "
                        "@serve.deployment(health_check_timeout_s=600, health_check_period_s=30))")
         return draft.cite_consequences(event).done()
+    if g is not None and g.owner == "platform" and not facts.served_before(event):
+        # A start-up limit outside vLLM, nothing else in the excerpt: such limits are set by people who
+        # guess a start-up time, while a first start downloads, loads, profiles, compiles and captures —
+        # the slow reading is the better supported one (lemonade-..., modal-runner-..., ci-tp2-pp2-...).
+        draft = Draft(facts, Kind.SLOW, 0.4,
+                      f"slow start-up (likely): the {name} gave up before the server was ready; nothing in the log "
+                      "shows the engine stuck or crashed")
+        draft.cite(event, Role.ROOT_CAUSE, "a start-up limit outside vLLM")
+        draft.undecided = ("the engine's own lines up to the kill: loading, compiling or capturing = slow; a traceback "
+                           "= crashed; nothing after NCCL or rendezvous set-up = stuck")
+        draft.step("give the launcher a start-up timeout longer than the server's start-up (minutes for a "
+                   "first start that downloads, loads and compiles)")
+        return draft.cite_consequences(event).done()
     draft = Draft(facts, Kind.UNKNOWN, 0.35,
                   f"unknown: the {name} gave up on the server, and the log does not show what the engine was doing")
     draft.cite(event, Role.ROOT_CAUSE)

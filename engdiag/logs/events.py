@@ -90,6 +90,10 @@ class Signal(str, Enum):
     """A captured stack (faulthandler, py-spy, vLLM's call tracer) that sits inside a collective."""
     EXCEPTION = "exception"
     """A Python exception line (``AssertionError: ...``): a traceback's end, whoever printed it."""
+    STACK_IN_COMPILE = "stack_in_compile"
+    """A captured stack inside kernel or graph compilation (Triton, Inductor, FlashInfer/DeepGEMM JIT)."""
+    STACK_IN_LAUNCH = "stack_in_launch"
+    """A captured stack blocked launching a GPU kernel: the device is not finishing earlier work."""
     OPERATOR_STOP = "operator_stop"
     """Someone asked the server to stop (SIGTERM, a drain)."""
 

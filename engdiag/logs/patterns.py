@@ -224,6 +224,35 @@ def _in_collective(match: re.Match[str], text: str) -> Iterable[Payload]:
 _COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "barrier", "_gather_ipc_meta", "all_to_all")
 
 
+_COMPILERS = ("triton/backends/", "triton/compiler/", "torch/_inductor/", "flashinfer/jit/", "deep_gemm/")
+"""Source folders whose frames are compilation (the snapshot's frame rules name the same ones)."""
+
+
+def _compile_frame(folder: str) -> Rule:
+    """py-spy's ``    f (…/folder/file.py:N)`` or a traceback's ``File "…/folder/…", line N, in f`` in a capture."""
+    where = re.escape(folder)
+    return Rule(
+        Signal.STACK_IN_COMPILE,
+        folder,
+        re.compile(rf"^\s+(?P<f>\w+) \([^()\n]*{where}[^()\n]*\)|File \"[^\"\n]*{where}[^\"\n]*\", line \d+, in (?P<g>\w+)",
+                   re.MULTILINE),
+        lambda m, t: [] if last_exception(t) else [Peer(detail=f"{m['f'] or m['g']} ({folder.rstrip('/')})")],
+    )
+
+
+_LAUNCH = re.compile(r"^\s+c(?:u|uda)LaunchKernel(?:Ex)? \(", re.MULTILINE)
+_NAMED_NATIVE = re.compile(r"^\s+(?!0x)(?P<f>[^\s(][^(\n]*?) \(", re.MULTILINE)
+
+
+def _in_launch(match: re.Match[str], text: str) -> Iterable[Payload]:
+    """The first named frame above the launch: the kernel (or the op) that could not be queued."""
+    if last_exception(text) is not None:
+        return
+    kernel = next((m["f"] for m in _NAMED_NATIVE.finditer(text, match.end())
+                   if "LaunchKernel" not in m["f"] and not m["f"].startswith("0x")), "a kernel")
+    yield Peer(detail=kernel.strip()[:160])
+
+
 def _collective_frame(name: str) -> Rule:
     """faulthandler's ``line N in f``, py-spy's ``    f (file:line)``, the call tracer's ``Call to f in``."""
     return Rule(
@@ -929,6 +958,14 @@ RULES: tuple[Rule, ...] = (
         _c(r"(?:failed to (?:start|become ready)|(?:was )?not (?:ready|healthy)) within (?:the )?timeout"),
         _const(Timeout(call="server start-up", guard="platform")),
     ),
+    # vLLM's own test harness (tests/utils.py RemoteOpenAIServer._wait_for_server): "Server failed to start in
+    # time." after its max_wait_seconds (ci-tp2-pp2-eager-h20-server-starts-after-480s-test-deadline)
+    Rule(
+        Signal.EXTERNAL_GUARD,
+        "failed to start in time",
+        _c(r"failed to start in time"),
+        _const(Timeout(call="server start-up", guard="platform")),
+    ),
     # Modal's runner: "Runner has been initializing for too long: 300 seconds"
     # (modal-runner-init-300s-timeout-during-torch-compile, the container was still compiling).
     Rule(
@@ -1011,6 +1048,10 @@ RULES: tuple[Rule, ...] = (
         _const(Timeout(call="feed timeout", guard="watchdog")),
     ),
     *(_collective_frame(name) for name in _COLLECTIVES),
+    *(_compile_frame(folder) for folder in _COMPILERS),
+    # a thread inside cu/cudaLaunchKernel in a capture (gb10-flashinfer-radix-topk-multicta-wedge-pyspy-quoted:
+    # under CUDA_LAUNCH_BLOCKING=1 the launch returns only when the kernel does)
+    Rule(Signal.STACK_IN_LAUNCH, "LaunchKernel", _LAUNCH, _in_launch),
     Rule(Signal.SHUTDOWN, "Shutting down FastAPI HTTP server", _c(r"Shutting down FastAPI HTTP server")),
     Rule(Signal.SHUTDOWN, "Application shutdown complete", _c(r"Application shutdown complete")),
     Rule(Signal.SHUTDOWN, "Gracefully stopping http server", _c(r"Gracefully stopping http server")),

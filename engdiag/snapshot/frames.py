@@ -106,7 +106,7 @@ RULES: tuple[Rule, ...] = (
                  r"_wait_until_readable|spin_until_readable|wait|recv)$")),
     # compilation and JIT
     *(Rule(Category.COMPILE, "compilation", file=f) for f in (
-        "torch/_dynamo/", "torch/_inductor/", "torch/fx/", "triton/compiler/", "triton/runtime/",
+        "torch/_dynamo/", "torch/_inductor/", "torch/fx/", "triton/compiler/", "triton/backends/", "triton/runtime/",
         "vllm/compilation/", "deep_gemm/", "flashinfer/jit/", "torch/utils/cpp_extension.py")),
     # weight loading
     *(Rule(Category.WEIGHT_LOADING, "weight loading", file=f) for f in (
