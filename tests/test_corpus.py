@@ -19,16 +19,33 @@ UNDECIDABLE_FROM_THE_LOG = {
     # kernels JIT-compile for minutes, PR #46764).  The same traceback ends a worker stalled by failing HBM
     # (sample-tokens-timeout-failing-hbm-a100): test_a_bare_step_timeout_fragment_cannot_tell_jit_from_a_hang
     # shows the two give the same model, so a rule calling this one slow would call that one slow too.
-    "qwen35-flashinfer-gdn-prefill-jit-rpc-timeout": "slow",
+    "qwen35-flashinfer-gdn-prefill-jit-rpc-timeout": ("slow", "JIT"),
     # Low confidence: the excerpt is only vLLM 0.9.2's execute_model RPC timeout traceback
     # (multiproc_executor.py:158/:221, 300 s default); the thread (closed stale) blames an oversized image
     # prompt, but the excerpt never shows the step's size and nobody established the step was progressing.
-    "internvl-oversized-mm-prompt-execute-model-rpc-timeout": "slow",
+    "internvl-oversized-mm-prompt-execute-model-rpc-timeout": ("slow", "JIT"),
+    # High confidence in the thread, none in the excerpt: four lines of a FlashInfer ValueError that the
+    # PR traced to a Rust-side 60 s timeout cutting off a cold-JIT first step; neither the timeout nor the
+    # step is in the paste, and the same ValueError follows any empty batch.
+    "pie-vllm-driver-cold-jit-90s-exceeds-60s-shmem-timeout": ("slow", "timeout"),
+    # High confidence in the thread, none in the excerpt: the orchestrator's "did not stop within 30 s"
+    # during cleanup and a cut traceback; the 1200 s start-up failure the fix PR explains is not pasted.
+    "omni-3gpu-replica2-serial-stage-init-exceeds-startup-timeout": ("slow", "traceback"),
+    # Low confidence: seven NCCL INFO set-up lines with no time on them; the thread only says start-up
+    # took two hours, which nothing in the excerpt shows.
+    "ray-tp4-nccl-init-two-hour-startup-esc-colour-dedup": ("slow", "snapshot"),
+}
+
+NOT_A_VLLM_LOG = {
+    # Ray Serve's controller frames from a cut traceback (no header, no exception line, no vLLM logger line):
+    # the race the fix PR describes is in Ray's telemetry code, so "no vLLM lines" is the honest answer.
+    "ray-serve-llm-dp-replicas-telemetry-actor-race",
 }
 
 
 def test_corpus_is_complete():
-    assert len(CASES) == 80  # 55 from ../shared/corpus + 25 collected as a held-out set (HELDOUT.md)
+    # 55 from ../shared/corpus + 25 + 42 collected blind in rounds (HELDOUT.md)
+    assert len(CASES) == 122
     for case in CASES:
         meta = json.loads((case / "case.json").read_text())
         assert meta["source"].startswith("https://github.com/")
@@ -38,10 +55,15 @@ def test_corpus_is_complete():
 def test_corpus_case_gets_its_label(case):
     meta = json.loads((case / "case.json").read_text())
     verdict = analyze([str(case / "log.txt")]).verdict
+    if case.name in NOT_A_VLLM_LOG:
+        assert meta["label"] == "other"
+        assert verdict.kind.value == "unknown" and verdict.confidence == 0 and "no vLLM lines" in verdict.headline
+        return
     if case.name in UNDECIDABLE_FROM_THE_LOG:
-        assert meta["label"] == UNDECIDABLE_FROM_THE_LOG[case.name]
+        label, decider = UNDECIDABLE_FROM_THE_LOG[case.name]
+        assert meta["label"] == label
         assert verdict.kind.value == "unknown", verdict.headline
-        assert verdict.undecided and "JIT" in verdict.undecided
+        assert verdict.undecided and decider in verdict.undecided
     elif meta["label"] == "other":
         assert verdict.kind.value in OTHER, verdict.headline
     else:

@@ -127,11 +127,12 @@ def quiet(facts: Facts) -> Verdict | None:
     if raised:
         # An exception is not health, and alone it does not say which process died or why
         # (pie-vllm-driver-cold-jit-90s-exceeds-60s-shmem-timeout: a ValueError downstream of a killed step).
-        exception = facts.exception_of(raised[0]) or raised[0].text
+        exception = facts.exception_of(raised[0]) or "an exception (its last line is cut off)"
         draft = Draft(facts, Kind.UNKNOWN, 0.3, f"unknown: a process raised {exception[:160]}, and nothing around it "
                                                 "says whether the engine died, hung or was cut off by a guard")
         draft.cite(raised[0], Role.ROOT_CAUSE, "the only error in the log")
-        draft.undecided = "the lines before the exception (what the engine was doing) and whether a timeout fired"
+        draft.undecided = ("the lines before the exception (what the engine was doing), whether a timeout fired, "
+                           "and the traceback's last line")
         return draft.done()
     draft = Draft(facts, Kind.HEALTHY, 0.7, "healthy: no timeout, stall, memory or crash signal in the log")
     draft.cite(facts.t.last_progress, Role.CONTEXT, "last progress")

@@ -83,7 +83,7 @@ def _raised_before(facts: Facts, guard: Event) -> Event | None:
     """An exception the engine logged at ERROR before the guard fired, other than a timeout or its echoes."""
     for event in facts.before(guard):
         exception = facts.exception_of(event) or ""
-        if (event.signal is Signal.EXCEPTION and (event.level or "").upper() in ("ERROR", "CRITICAL")
+        if (event.signal is Signal.EXCEPTION and exception and (event.level or "").upper() in ("ERROR", "CRITICAL")
                 and event.line != guard.line and not any(name in exception for name in _NOT_A_CRASH)):
             return event
     return None

@@ -736,6 +736,14 @@ RULES: tuple[Rule, ...] = (
     # exception, engine.py `logger.exception(repr(e))`, and the client's heartbeat times out minutes later).
     Rule(Signal.EXCEPTION, "Error: ", _EXCEPTION_LINE, lambda m, t: [Failure(exception=last_exception(t))]),
     Rule(Signal.EXCEPTION, "Exception: ", _EXCEPTION_LINE, lambda m, t: [Failure(exception=last_exception(t))]),
+    # a traceback whose exception line a paste cut off is still a process that raised
+    # (omni-3gpu-replica2-serial-stage-init-exceeds-startup-timeout)
+    Rule(Signal.EXCEPTION, "Traceback (most recent call last)", _c(r"Traceback \(most recent call last\)"),
+         lambda m, t: [Failure(exception=last_exception(t))]),
+    # Python's threading excepthook: a thread of the process died (open-instruct-grpo-enginecore-output-thread-
+    # encode-crash-insecure-serialization: the engine core's output thread, so no output ever left it again)
+    Rule(Signal.PROCESS_EXCEPTION, "Exception in thread ", _c(r"Exception in thread (?P<name>[^\n:]{1,80}):"),
+         lambda m, t: [Failure(exception=last_exception(t), name=f"thread {m['name']}")]),
     Rule(
         Signal.NCCL_WATCHDOG_TIMEOUT,
         "Watchdog caught collective operation timeout",
