@@ -472,12 +472,9 @@ def startup_stopped(facts: Facts) -> Verdict | None:
     last = (engine_side or startup)[-1]
     state = "still advancing" if last.advancing else ("finished" if last.finished else "running")
     nccl_only = last.name == "process-group / NCCL init" and NCCL_SETUP in last.detail
-    if nccl_only and (_silence_after(facts, last) or 0) < NCCL_SETUP_S:
-        nccl_only_and_brief = True  # NCCL's INFO lines alone, with no sign of time passing: set-up under way
-    else:
-        nccl_only_and_brief = False
-    if (last.name in _RANKS_MEET and (facts.multi_rank or nccl_only) and not last.advancing
-            and not nccl_only_and_brief):
+    # NCCL's INFO lines alone, with no sign of time passing after them, are set-up under way
+    brief = nccl_only and (_silence_after(facts, last) or 0) < NCCL_SETUP_S
+    if last.name in _RANKS_MEET and (facts.multi_rank or nccl_only) and not (last.advancing or last.finished or brief):
         draft = Draft(facts, Kind.DEADLOCKED, 0.45,
                       f"deadlocked at start-up: the log stops inside {last.name} ({last.detail}); "
                       f"ranks wait there for each other: {_RANKS_MEET[last.name]}")
