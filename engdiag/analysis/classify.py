@@ -1,7 +1,7 @@
 """Timeline → verdict: slow, deadlocked, fragmented, crashed, healthy or unknown.
 
-The reasoning lives in one module per family of evidence — ``phases`` (what each
-process was doing and for how long), ``waits`` and ``stalls`` (who waited on whom,
+The reasoning lives in one module per family of evidence — ``phases`` and ``phase_rules`` (what each
+process was doing and for how long), ``waits``, ``wait_rules`` and ``stalls`` (who waited on whom,
 whether it could ever be satisfied, and progress that stopped), ``timeouts`` (the
 guard that fired, reconstructed by ``guards``, against the work in progress),
 ``memory``, ``crashes`` and ``benign``.  This module only orders them, most
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from engdiag.analysis import benign, crashes, guards, memory, phases, stalls, timeouts, waits
+from engdiag.analysis import benign, crashes, guards, memory, phase_rules, stalls, timeouts, wait_rules, waits
 from engdiag.analysis.facts import Facts
 from engdiag.analysis.timeline import Timeline
 from engdiag.analysis.verdict import Kind, Verdict
@@ -58,7 +58,7 @@ def root_fault(facts: Facts) -> Verdict | None:
     if root.signal is Signal.KV_CACHE_INSUFFICIENT:
         return memory.kv_cache_does_not_fit(facts, root)
     if root.signal is Signal.NCCL_WATCHDOG_TIMEOUT or root.signal in waits.UNSATISFIABLE:
-        return waits.unsatisfiable_wait(facts, root)
+        return wait_rules.unsatisfiable_wait(facts, root)
     return crashes.crash(facts, root)
 
 
@@ -69,20 +69,20 @@ RULES: tuple[Callable[[Facts], Verdict | None], ...] = (
     timeouts.timeout_verdict,
     timeouts.watchdog_stall,
     timeouts.external_guard,
-    phases.slow_startup,
+    phase_rules.slow_startup,
     crashes.other_fatal,
     stalls.stack_in_compile,
     stalls.stack_in_launch,
     stalls.stack_in_collective,
-    waits.core_waits,
-    waits.api_waits,
-    waits.handshake_wait,
+    wait_rules.core_waits,
+    wait_rules.api_waits,
+    wait_rules.handshake_wait,
     stalls.stalled_serving,
     stalls.offline_stall,
     memory.kv_pressure,
     stalls.queueing,
-    phases.long_generation,
-    phases.startup_stopped,
+    phase_rules.long_generation,
+    phase_rules.startup_stopped,
     benign.quiet,
 )
 

@@ -1,0 +1,300 @@
+"""Verdicts from the waits: a wait on a working party is slow, one that can never complete is a deadlock.
+
+Domain facts encoded here (docs/verdicts.md, "Waits"):
+
+* vLLM is a chain of waits: the API server waits on the engine core, the engine
+  core on its workers (shared-memory queue, RPC), ranks on each other inside
+  collectives, every process on the rendezvous at start-up.
+* A wait on a party that is demonstrably working is slowness: the engine core
+  logging its 60 s shared-memory wait while a worker keeps retrying a bounded
+  set-up step (``mnnvl-allreduce-workspace-fd-exchange-30s-retries``).
+* A wait that can never complete is a deadlock, and the party is named when the
+  log shows it: ranks in different collectives (gloo ``op.preamble.length <=
+  op.nbytes``, ``async-sched-dp-zero-token-step-gloo-size-mismatch``), a rendezvous
+  short of members (``N/M clients joined``), a store nobody answers at, a placement
+  group Ray cannot schedule, a transport link to a peer that failed
+  (``roce-ib-error-first-allreduce-dual-spark-hang``), a communication kernel whose
+  peers never sent (``wide-ep-deepep-dispatch-timeout-startup-hang``), a collective
+  the NCCL watchdog saw never complete (``llama405b-fp8-gather-watchdog``).
+* An engine core that waits on workers gone silent, with no start-up work in
+  progress, is most likely stuck (``dp-ep-ray-multinode-rendezvous-loopback-hang``);
+  a worker waiting for new work while the engine is idle is benign
+  (``idle-worker-shm-broadcast-info-benign``).
+* Waits through start-up after the engine was seen starting, with nothing stuck, are its
+  start-up RPCs doing the work the message names (``nemotron-super-lora-module-regex-startup-timeout``);
+  a progress bar silent long past its own finishing time is work that stopped
+  (``cpu-kv-offload-async-pinning-during-cudagraph-capture-hang``).
+"""
+
+from __future__ import annotations
+
+from engdiag.analysis.draft import Draft
+from engdiag.analysis.facts import Facts, is_startup_work, stalled
+from engdiag.analysis.verdict import Kind, Role, Verdict
+from engdiag.analysis.waits import (
+    UNSATISFIABLE,
+    interval,
+    stopped_bar,
+    worker_work,
+    workers_silent_since,
+)
+from engdiag.logs.events import Event, NcclWork, Progress, Rendezvous, Signal, Timeout
+from engdiag.roles import Role as ProcRole
+
+_API_WAIT_DEADLOCK_S = 120
+"""An API server waiting this long on an engine that shows no work: stuck, not slow."""
+
+
+def _comm_steps(draft: Draft, event: Event) -> None:
+    signal = event.signal
+    if signal is Signal.COLLECTIVE_MISMATCH:
+        draft.step("name the ranks and the collectives they disagree on", "export TORCH_DISTRIBUTED_DEBUG=DETAIL")
+        draft.step("look for a rank that skips or adds a collective (a rank with no work this step, an uneven "
+                   "batch across DP ranks, a different code path on one rank); upgrade if the release notes "
+                   "name such a fix")
+    elif signal is Signal.RENDEZVOUS_FAILED:
+        meet = event.data if isinstance(event.data, Rendezvous) else Rendezvous()
+        if meet.what == "placement":
+            draft.step("see what Ray can place: GPUs per node against the parallel sizes", "ray status")
+        else:
+            draft.step("make every member reach the master address: a routable IP, never 127.0.0.1 on multi-node",
+                       "export VLLM_HOST_IP=$(hostname -I | cut -d' ' -f1)   # and MASTER_ADDR / --data-parallel-address")
+            draft.step("check that every node and rank was launched and can open the port",
+                       'nc -vz "$MASTER_ADDR" "${MASTER_PORT:-29500}"')
+    elif signal is Signal.PEER_LOST:
+        draft.step("check the fabric between the nodes (link state, GID index, MTU)", "ibv_devinfo; ibstat")
+        draft.step("get NCCL's account of the transport", "export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET")
+        draft.step("to isolate the transport, run once over TCP", "export NCCL_IB_DISABLE=1")
+    elif signal is Signal.COMM_TIMEOUT and isinstance(event.data, Timeout) and event.data.guard in ("gloo", "hccl"):
+        draft.step("name the ranks and the collectives they disagree on", "export TORCH_DISTRIBUTED_DEBUG=DETAIL")
+        draft.step("find the rank that never reached this CPU collective (its own log, or engdiag snapshot on it)")
+    elif signal is Signal.COMM_TIMEOUT:
+        draft.step("check RDMA between the nodes for the expert-parallel kernels (NVSHMEM/IBGDA)",
+                   "export NCCL_DEBUG=INFO NVSHMEM_DEBUG=INFO")
+        draft.step("to isolate DeepEP, start once with another all-to-all backend", "--all2all-backend naive")
+
+
+def unsatisfiable_wait(facts: Facts, root: Event) -> Verdict:
+    """A wait that can never complete: deadlocked, naming the party."""
+    if root.signal is Signal.NCCL_WATCHDOG_TIMEOUT:
+        return collective_timeout(facts, root)
+    if root.signal is Signal.COMM_TIMEOUT:
+        working = _peer_still_starting(facts, root)
+        if working is not None:
+            return working
+    same = {(e.source, e.line) for e in facts.t.of(root.signal)}
+    candidates = [w for w in facts.model.waits if (w.source, w.line) in same]
+    named = [w for w in candidates if w.on.startswith("peer ") or w.on.startswith("rank ")]
+    wait = (named or candidates or [None])[0]
+    party = wait.on if wait else "its peers"
+    why = wait.why if wait else root.text[:120]
+    headline = {
+        Signal.COLLECTIVE_MISMATCH: f"deadlocked: ranks entered different collectives ({why}) — they can never meet",
+        Signal.RENDEZVOUS_FAILED: f"deadlocked: the rendezvous can never complete — waiting on {party} ({why})",
+        Signal.PEER_LOST: f"deadlocked: the transport to {party} failed ({why}); the collective can never complete",
+        Signal.COMM_TIMEOUT: f"deadlocked: {wait.via if wait else 'a communication kernel'} gave up waiting on "
+        f"{party} ({why})",
+    }[root.signal]
+    confidence = {Signal.COLLECTIVE_MISMATCH: 0.85, Signal.RENDEZVOUS_FAILED: 0.85}.get(root.signal, 0.75)
+    bare = root.data == Rendezvous()
+    if bare:  # only the traceback's frame through the rendezvous: the error saying who was missing is cut off
+        confidence = 0.6
+    draft = Draft(facts, Kind.DEADLOCKED, confidence, headline)
+    if bare:
+        draft.undecided = "the traceback's last line: 'N/M clients joined' names how many members never arrived"
+    draft.generic_steps = False
+    draft.cite(root, Role.ROOT_CAUSE, "a wait that can never be satisfied")
+    if any(e.signal is Signal.FATAL_SIGNAL for e in facts.events):
+        draft.notes.append("not a crash: the `terminate called` / fatal signal is how the failed collective "
+                           "ended the process, not a fault of its own")
+    for event in facts.t.of(root.signal)[1:3]:
+        draft.cite(event, Role.SUPPORTING)
+    for event in facts.shm_stalls(workers=False)[-2:]:
+        draft.cite(event, Role.CONSEQUENCE, "the engine core waits on the blocked workers")
+    draft.cite_consequences(root)
+    _comm_steps(draft, root)
+    return draft.done()
+
+
+def _peer_still_starting(facts: Facts, root: Event) -> Verdict | None:
+    """A collective that timed out before serving while a peer's start-up work still advanced: slow."""
+    peer_working = [a for a in facts.model.activities if a.startup and a.advancing]
+    if not peer_working or facts.served_before(root):
+        return None
+    activity = peer_working[-1]
+    draft = Draft(facts, Kind.SLOW, 0.55,
+                  f"slow start-up: a rank gave up waiting in a collective for a peer that was still in "
+                  f"{activity.name} ({activity.detail}) — a wait on a party that was working")
+    draft.cite(facts.event_at(activity.source, activity.line), Role.ROOT_CAUSE, "the peer was still working")
+    draft.cite(root, Role.SUPPORTING, "the collective's timeout is shorter than the peer's start-up work")
+    draft.step("give collectives longer than the slowest rank's start-up (0.18+)", "--distributed-timeout-seconds 3600")
+    draft.undecided = "the other ranks' logs: still loading or compiling when this rank timed out confirms it"
+    return draft.cite_consequences(root).done()
+
+
+def collective_timeout(facts: Facts, root: Event) -> Verdict:
+    """The NCCL watchdog saw a collective never complete; diverging SeqNums name the rank that left."""
+    reports = facts.t.of(Signal.NCCL_WATCHDOG_TIMEOUT)
+    work = root.data if isinstance(root.data, NcclWork) else NcclWork(None)
+    ranks = {getattr(e.data, "rank", None) for e in reports} - {None}
+    seqs = {getattr(e.data, "rank", None): getattr(e.data, "seq", None) for e in reports}
+    what = f"{work.op or 'a collective'}" + (f" #{work.seq}" if work.seq is not None else "")
+    minutes = f" for {work.ran_ms / 60000:.0f} min" if work.ran_ms else ""
+    working = _peer_still_starting(facts, root)
+    if working is not None:
+        return working
+    draft = Draft(
+        facts,
+        Kind.DEADLOCKED,
+        0.8,
+        f"deadlocked: NCCL {what} never completed{minutes} "
+        f"({len(ranks) or 1} rank{'s' if len(ranks) > 1 else ''} reported it)",
+    )
+    distinct = set(seqs.values()) - {None}
+    if len(ranks) > 1 and len(distinct) == 1:
+        draft.confidence += 0.1
+        draft.notes.append(f"ranks {sorted(ranks)} are all stuck at the same collective (SeqNum {distinct.pop()})")
+    elif len(distinct) > 1:
+        behind = min(seqs.items(), key=lambda kv: kv[1] or 0)
+        draft.headline += f"; ranks diverged (SeqNums {sorted(distinct)}), rank {behind[0]} is behind"
+    draft.cite(root, Role.ROOT_CAUSE, "only this message marks a collective that never completed")
+    for event in reports[1:4]:
+        draft.cite(event, Role.SUPPORTING)
+    for event in facts.t.of(Signal.NCCL_WORK_STATUS)[:3]:
+        draft.cite(event, Role.SUPPORTING, "last enqueued vs completed collective on this rank")
+    stalls = [e for e, s in facts.stats if stalled(s) and facts.at(e) < facts.at(root)]
+    if stalls:
+        draft.cite(stalls[-1], Role.SUPPORTING, "requests running, no tokens produced")
+    return draft.cite_consequences(root).done()
+
+
+_STUCK_SIGNS = (Signal.NCCL_WATCHDOG_TIMEOUT, Signal.COLLECTIVE_MISMATCH, Signal.PEER_LOST, Signal.RENDEZVOUS_FAILED,
+                Signal.COMM_TIMEOUT, Signal.STACK_IN_COLLECTIVE)
+
+
+def core_waits(facts: Facts) -> Verdict | None:
+    """The engine core waiting on its workers, judged by what the workers were doing."""
+    core = [w for w in facts.model.waits if w.on == "workers"]
+    stalls = facts.shm_stalls(workers=False)
+    if not core or not stalls:
+        return None
+    wait = max(core, key=lambda w: w.seconds or 0)
+    first = stalls[0]
+    repeated = len(stalls) >= 2
+    served = facts.served_before(first)
+    bars = [e for e in facts.before(first) if isinstance(e.data, Progress)]
+    due = stopped_bar(bars[-1], stalls[-1]) if bars and repeated else None
+    if due is not None and not facts.t.of(*UNSATISFIABLE):
+        bar = bars[-1]
+        draft = Draft(facts, Kind.DEADLOCKED, 0.6,
+                      f"deadlocked: {bar.data.bar.strip()} stopped at {bar.data.done}/{bar.data.total} — at its own "  # type: ignore[union-attr]
+                      f"rate it was due to finish within {due:.0f} s, and the engine core waited "
+                      f"{facts.seconds(bar, stalls[-1]) or 0:.0f} s more without another step")
+        draft.cite(bar, Role.ROOT_CAUSE, "the last step of work that never completed")
+        draft.cite(stalls[-1], Role.SUPPORTING, f"{len(stalls)} consecutive waits on the workers")
+        draft.undecided = "a stack capture of the workers now (engdiag snapshot): where inside that step they sit"
+        return draft.done()
+    if wait.satisfiable is True:
+        # one wait is enough when the work it waited on is seen (a warm-up that outlasted the 60 s notice);
+        # repeated waits on working parties are firmer
+        phase = "slow" if served else "slow start-up"
+        draft = Draft(facts, Kind.SLOW, 0.6 if repeated else 0.5,
+                      f"{phase}: the engine core waited {wait.seconds:.0f} s on workers that were still working "
+                      f"({wait.why.split(': ', 1)[-1][:100]})")
+        work = worker_work(facts, first, stalls[-1], wait.waiter)
+        draft.cite(work, Role.ROOT_CAUSE, "the party being waited on was working")
+        for event in stalls[-2:]:
+            draft.cite(event, Role.SUPPORTING, "the wait, minute after minute" if repeated else "the wait")
+        draft.undecided = (
+            "whether the steps complete: the next stats lines (tokens flowing) or a stack capture of the workers"
+            if served else "whether start-up finished: the lines after this excerpt (Application startup complete)"
+        )
+        return draft.done()
+    shown_work = bool(facts.startup_work_before(first)) or any(is_startup_work(e) for e in facts.events)
+    launched = [e for e in facts.before(first) if e.signal is Signal.VERSION]
+    if repeated and not served and not shown_work and launched and not facts.t.of(*_STUCK_SIGNS):
+        # The engine was seen starting and never served: its waits are on the start-up RPCs (load, profile,
+        # compile, capture), the time-consuming work the message itself names; nothing shows a worker stuck
+        # (nemotron-super-lora-module-regex-startup-timeout: minutes in a slow per-module LoRA check).
+        draft = Draft(facts, Kind.SLOW, 0.45,
+                      f"slow start-up (likely): the engine core waited {wait.seconds or 0:.0f} s on its workers "
+                      "during start-up, with nothing showing them stuck")
+        draft.cite(launched[-1], Role.SUPPORTING, "the engine was starting")
+        draft.cite(first, Role.ROOT_CAUSE, "the engine core waits on workers busy with start-up work")
+        draft.cite(stalls[-1], Role.SUPPORTING, f"{len(stalls)} consecutive waits")
+        draft.undecided = ("the workers' own lines during the wait, or a stack capture (engdiag snapshot): "
+                           "loading, compiling or capturing means slow; a collective or rendezvous means stuck")
+        return draft.done()
+    if repeated and (served or not shown_work):
+        by_proc = {w.waiter for w in core}
+        draft = Draft(facts, Kind.DEADLOCKED, 0.55 + (0.1 if len(by_proc) > 1 else 0),
+                      f"deadlocked: {len(by_proc)} engine process{'es' if len(by_proc) > 1 else ''} "
+                      "waited on the shared-memory queue minute after minute without recovering")
+        draft.cite(first, Role.ROOT_CAUSE, "the engine core waits for workers that never answer")
+        draft.cite(stalls[-1], Role.SUPPORTING, f"{len(stalls)} consecutive waits")
+        if not served:
+            draft.confidence -= 0.05
+            draft.notes.append("the excerpt shows no start-up work or serving around the waits; a wait that "
+                               "repeats with nothing else logged is the engine core waiting on stuck workers")
+        draft.undecided = "a stack capture now (engdiag snapshot) shows which collective the workers are in"
+        return draft.done()
+    silent = workers_silent_since(facts, first)
+    later_work = [e for e in facts.after(first) if is_startup_work(e)]
+    advancing = [a for a in facts.model.activities if a.startup and a.advancing]
+    if not served and silent is not None and silent >= interval(first) and not later_work and not advancing:
+        draft = Draft(facts, Kind.DEADLOCKED, 0.5,
+                      f"deadlocked at start-up: the engine core waited on workers that had been silent for "
+                      f"{silent:.0f} s, with no loading, compiling or warm-up in progress")
+        draft.cite(first, Role.ROOT_CAUSE, "a wait on workers that show no work")
+        last_worker = max((r for r in facts.t.proc_last if r.proc.role is ProcRole.WORKER and r.stamp),
+                          key=lambda r: r.stamp.key)  # type: ignore[union-attr]
+        draft.cite(facts.event_at(last_worker.source, last_worker.line), Role.SUPPORTING,
+                   "the workers' last line before they went quiet")
+        if any(r.proc.host for r in facts.t.proc_last):
+            draft.notes.append("the workers span several nodes: a rendezvous or NCCL set-up that cannot reach a "
+                               "remote node hangs silently like this")
+        draft.undecided = ("the workers' own logs or a stack capture (engdiag snapshot / py-spy dump on a "
+                           "worker) show whether they sit in a rendezvous or collective set-up")
+        draft.step("make every node reach the rendezvous address (a routable IP, not 127.0.0.1)",
+                   "export VLLM_HOST_IP=$(hostname -I | cut -d' ' -f1)")
+        return draft.done()
+    return None
+
+
+def api_waits(facts: Facts) -> Verdict | None:
+    """The API server waiting on an engine that shows no work for minutes."""
+    mq = [w for w in facts.model.waits if w.via == "RPC" and w.on.startswith("engine")]
+    if not mq or (mq[0].seconds or 0) < _API_WAIT_DEADLOCK_S:
+        return None
+    wait = mq[0]
+    events = facts.t.of(Signal.WAITING)
+    if wait.satisfiable is True:
+        draft = Draft(facts, Kind.SLOW, 0.5, f"slow: the API server waited {wait.seconds:.0f} s on an engine "
+                      "that was still producing output")
+        draft.cite(events[-1], Role.ROOT_CAUSE)
+        return draft.done()
+    draft = Draft(facts, Kind.DEADLOCKED, 0.55,
+                  f"deadlocked: the API server waited {wait.seconds:.0f} s on the engine, which produced nothing")
+    draft.cite(events[0], Role.ROOT_CAUSE, "the engine answers every step; minutes of silence mean it is stuck")
+    draft.cite(events[-1], Role.SUPPORTING, f"still waiting {wait.seconds:.0f} s later")
+    if facts.multi_rank:
+        draft.notes.append("several GPUs: a peer-to-peer hang stops every step (NCCL_P2P_DISABLE=1 tells)")
+    draft.undecided = "a stack capture of the engine process (engdiag snapshot) shows where it waits"
+    return draft.done()
+
+
+def handshake_wait(facts: Facts) -> Verdict | None:
+    """The API server waiting for an engine core the log never shows: only its own output decides."""
+    wait = next((w for w in facts.model.waits if w.via == "handshake" and w.satisfiable is None), None)
+    if wait is None or any(a.startup for a in facts.model.activities):
+        return None  # start-up work the log does show decides (phases.startup_stopped)
+    waiting = [e for e in facts.t.of(Signal.STARTUP_PHASE) if getattr(e.data, "name", "") == "waiting_for_engine_cores"]
+    draft = Draft(facts, Kind.UNKNOWN, 0.3,
+                  f"unknown: the API server waited {wait.seconds or 0:.0f} s for the engine core to start, and the "
+                  "log shows nothing from the engine core itself")
+    draft.cite(waiting[0], Role.ROOT_CAUSE, "a wait on a party whose state the log does not show")
+    draft.cite(waiting[-1], Role.SUPPORTING)
+    draft.undecided = ("the engine core's own lines (EngineCore ... ): loading or compiling means slow start-up, a "
+                       "traceback means a crash, silence means stuck; or engdiag snapshot on the EngineCore pid")
+    return draft.done()
+
