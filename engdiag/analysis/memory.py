@@ -19,7 +19,8 @@ from __future__ import annotations
 from engdiag.analysis.draft import Draft
 from engdiag.analysis.facts import KV_HIGH_PCT, Facts
 from engdiag.analysis.verdict import Kind, MemoryKind, Role, Verdict
-from engdiag.logs.events import Event, Preemption, Signal
+from engdiag.logs.events import Event, Failure, Preemption, Signal
+from engdiag.logs.patterns import PROFILE_SITE
 from engdiag.units import format_bytes
 
 
@@ -108,3 +109,25 @@ def kv_pressure(facts: Facts) -> Verdict | None:
             draft.undecided = "whether preemptions follow: the next stats lines (Preemptions: N) or /metrics"
             return draft.done()
     return None
+
+
+def died_profiling(facts: Facts) -> Verdict | None:
+    """A traceback through the memory-profiling run whose exception is cut off: most often out of memory.
+
+    The profiling run pushes max_num_seqs dummy requests (with dummy images for vision models) through
+    the model to measure peak activations, so it is where an oversized batch runs out of memory
+    (mllama-11b-vision-l20-profile-run-256-dummy-images-oom-max-num-seqs: 256 dummy images).
+    """
+    raised = [e for e in facts.t.of(Signal.EXCEPTION)
+              if isinstance(e.data, Failure) and e.data.name == PROFILE_SITE
+              and (not e.data.exception or "memory" in e.data.exception.lower())]
+    if not raised:
+        return None
+    draft = Draft(facts, Kind.FRAGMENTED, 0.5, "GPU memory exhausted at start-up (likely): the engine died inside the "
+                                               "memory-profiling run, which holds the largest batch it will ever see")
+    draft.sub_kind = MemoryKind.EXHAUSTION
+    draft.cite(raised[0], Role.ROOT_CAUSE, "the traceback passes through the profiling run")
+    draft.undecided = "the traceback's last line: torch.OutOfMemoryError confirms it"
+    draft.step("profile with a smaller batch", "--max-num-seqs 32")
+    return draft.done()
+

@@ -152,13 +152,30 @@ def _utilization(facts: Facts) -> float | None:
     return usable / total if total and usable is not None else None
 
 
+def _launched_only(facts: Facts) -> Verdict | None:
+    """The engine's banner and nothing after it: a start-up the excerpt does not follow, never health
+    (v040-mixtral-ray-tp2-startup-stuck-s3-backed-weights-read-5h: five hours reading weights from S3)."""
+    banner = facts.t.of(Signal.VERSION)
+    if not banner:
+        return None
+    draft = Draft(facts, Kind.UNKNOWN, 0.3, "unknown: the log ends during start-up — the engine was launched and "
+                                            "no start-up step after it completed")
+    draft.cite(banner[-1], Role.ROOT_CAUSE, "the engine started here")
+    draft.cite(facts.t.last_progress or facts.events[-1], Role.CONTEXT, "the last line")
+    draft.undecided = ("the lines after launch, or a stack capture of the engine now (engdiag snapshot): weight "
+                       "loading or compiling means slow start-up; a rendezvous or collective wait means stuck")
+    return draft.done()
+
+
 def startup_stopped(facts: Facts) -> Verdict | None:
     """The log ends during start-up, with nothing fatal: not evidence of health, nor of a hang."""
     if facts.t.serving_started or facts.t.of(Signal.SERVER_READY):
         return None
     startup = [a for a in facts.model.activities if a.startup]
-    if not startup or facts.shm_stalls(workers=True):
+    if facts.shm_stalls(workers=True):
         return None
+    if not startup:
+        return _launched_only(facts)
     # the API server's handshake wait only says the engine is not up; the engine's own last step says where
     engine_side = [a for a in startup if a.name != "start-up handshake"]
     last = (engine_side or startup)[-1]

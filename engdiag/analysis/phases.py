@@ -44,6 +44,7 @@ _BARS = (
     ("Capturing CUDA graph", "CUDA-graph capture"),
     ("Compiling FSM index", "guided-decoding compile"),
     ("DeepGemm(", "kernel warm-up (DeepGEMM)"),
+    ("DeepGEMM warmup", "kernel warm-up (DeepGEMM)"),
 )
 _FINISHES = {"weight loading": "weights_loaded", "CUDA-graph capture": "cuda_graphs_captured"}
 

@@ -201,7 +201,8 @@ def core_waits(facts: Facts) -> Verdict | None:
         draft = Draft(facts, Kind.SLOW, 0.6 if repeated else 0.5,
                       f"{phase}: the engine core waited {wait.seconds:.0f} s on workers that were still working "
                       f"({wait.why.split(': ', 1)[-1][:100]})")
-        work = worker_work(facts, first, stalls[-1], wait.waiter)
+        work = worker_work(facts, first, stalls[-1], wait.waiter) or next(
+            (e for e in facts.after(stalls[-1]) if is_startup_work(e)), None)
         draft.cite(work, Role.ROOT_CAUSE, "the party being waited on was working")
         for event in stalls[-2:]:
             draft.cite(event, Role.SUPPORTING, "the wait, minute after minute" if repeated else "the wait")

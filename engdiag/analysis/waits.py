@@ -97,10 +97,16 @@ def _core_waits(facts: Facts) -> Iterable[Wait]:
         seconds = float(sum(interval(e) for e in events))
         work = worker_work(facts, first, last, waiter)
         silent = workers_silent_since(facts, first)
+        # the workers came back with the next start-up step: the wait was on the step before it
+        # (glm52-fp8-8xb200-4min-shm-notices-before-deepgemm-warmup-server-serves: DeepGEMM warm-up next)
+        resumed = next((e for e in facts.after(last) if is_startup_work(e) and not facts.served_before(e)
+                        and (e.proc is None or e.proc.label != waiter)), None)
         if blocker is not None:
             state, why = False, f"a peer can never answer: {blocker.text[:120]}"
         elif work is not None:
             state, why = True, f"the workers were working: {work.text[:120]}"
+        elif resumed is not None:
+            state, why = True, f"the workers went on to the next start-up step: {resumed.text[:120]}"
         elif silent is not None and silent >= interval(first):
             state, why = None, f"the workers had been silent for {silent:.0f} s"
         else:

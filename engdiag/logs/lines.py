@@ -44,6 +44,8 @@ _ACTOR_TAG = re.compile(
 )
 """A Ray actor whose name has parentheses (Ray Data's ``MapWorker(MapBatches(...))``),
 sometimes with its opening bracket lost in a paste."""
+_RANK_TAG = re.compile(r"\[rank(?P<rank>\d+)\]: ")
+"""PyTorch's per-rank prefix on a rank's stderr (``[rank0]: Traceback ...``)."""
 _LOST_PAREN_TAG = re.compile(r"(?P<name>[A-Za-z_]\w{0,60}) pid=(?P<pid>\d+)(?:, ip=(?P<ip>[^)\s]*))?\)[ \t]?")
 """A process tag whose opening bracket a paste lost (``RayWorkerWrapper pid=7) INFO ...``): pid= is required."""
 _ROLE_NAMES = ("EngineCore", "APIServer", "ApiServer", "VllmWorker", "Worker", "RayWorker")
@@ -72,8 +74,9 @@ _NCCL = re.compile(
 )
 _BAR = re.compile(
     r"\s*(?:\[\w+\]: )?(?P<bar>[A-Za-z](?:[^:|\n]|::){0,120}):\s*(?P<pct>\d{1,3})%(?: Completed)?\s*\|"
-    r"(?:[^|]*\|)?\s*(?P<done>\d+)/(?P<total>\d+|\?)"
+    r"(?:(?:[^|]*\|)?\s*(?P<done>\d+)/(?P<total>\d+|\?)|\s*$)"
 )
+"""A tqdm bar; one cut right after its first ``|`` (a paste's last line) still names its activity."""
 _RECORD_START = re.compile(
     r"(?:\([A-Za-z_][\w .=-]{0,60}? pid=\d+(?:, ip=[^)\s]*)?\)\s?)?"
     r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d"
@@ -148,6 +151,8 @@ def _one_tag(text: str) -> tuple[Proc | None, str]:
         pid = match["pid"]
         if pid is not None or name.startswith(_ROLE_NAMES):
             return Proc(name, int(pid) if pid else None, match["ip"]), text[match.end() :]
+    if text[:5] == "[rank" and (match := _RANK_TAG.match(text)) is not None:
+        return Proc(f"rank{match['rank']}"), text[match.end() :]
     match = _ACTOR_TAG.match(text) or _LOST_PAREN_TAG.match(text)
     if match is not None:
         return Proc(match["name"], int(match["pid"]), match["ip"]), text[match.end() :]
@@ -410,6 +415,8 @@ def bar_progress(msg: str) -> tuple[str, int, int | None, float | None, float | 
     match = _BAR.match(msg)
     if match is None:
         return None
+    if match["done"] is None:
+        return match["bar"].strip(), 0, None, None, None
     total = match["total"]
     elapsed = rate = None
     timing = _BAR_TIMING.search(msg, match.end())

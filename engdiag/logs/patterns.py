@@ -253,6 +253,15 @@ def _in_launch(match: re.Match[str], text: str) -> Iterable[Payload]:
     yield Peer(detail=kernel.strip()[:160])
 
 
+_PROFILE_FRAMES = re.compile(r"\bin (?:determine_num_available_blocks|determine_available_memory|profile_run)\b")
+PROFILE_SITE = "memory profiling"
+
+
+def _traceback_site(text: str) -> str | None:
+    """Where in vLLM a traceback passes that says what the process was doing when it raised."""
+    return PROFILE_SITE if _PROFILE_FRAMES.search(text) else None
+
+
 def _collective_frame(name: str) -> Rule:
     """faulthandler's ``line N in f``, py-spy's ``    f (file:line)``, the call tracer's ``Call to f in``."""
     return Rule(
@@ -739,7 +748,7 @@ RULES: tuple[Rule, ...] = (
     # a traceback whose exception line a paste cut off is still a process that raised
     # (omni-3gpu-replica2-serial-stage-init-exceeds-startup-timeout)
     Rule(Signal.EXCEPTION, "Traceback (most recent call last)", _c(r"Traceback \(most recent call last\)"),
-         lambda m, t: [Failure(exception=last_exception(t))]),
+         lambda m, t: [Failure(exception=last_exception(t), name=_traceback_site(t))]),
     # Python's threading excepthook: a thread of the process died (open-instruct-grpo-enginecore-output-thread-
     # encode-crash-insecure-serialization: the engine core's output thread, so no output ever left it again)
     Rule(Signal.PROCESS_EXCEPTION, "Exception in thread ", _c(r"Exception in thread (?P<name>[^\n:]{1,80}):"),
@@ -1074,6 +1083,7 @@ BAR_LITERALS = (
     "Adding requests",
     "Compiling FSM index",
     "DeepGemm(",
+    "DeepGEMM warmup",
     "[AutoTuner]: Tuning",
 )
 """tqdm bars worth following: offline progress, weight loading, CUDA-graph capture, and outlines'
