@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from engdiag.analysis.draft import Draft
 from engdiag.analysis.facts import Facts
-from engdiag.analysis.timeline import FATAL
+from engdiag.analysis.timeline import FATAL, is_progress
 from engdiag.analysis.verdict import Kind, Role, Verdict
 from engdiag.logs.events import Event, Progress, Signal, Stats, Timeout
 
@@ -133,6 +133,16 @@ def quiet(facts: Facts) -> Verdict | None:
         draft.cite(raised[0], Role.ROOT_CAUSE, "the only error in the log")
         draft.undecided = ("the lines before the exception (what the engine was doing), whether a timeout fired, "
                            "and the traceback's last line")
+        return draft.done()
+    added = facts.t.of(Signal.REQUEST_ADDED, Signal.REQUEST_RECEIVED)
+    if added and not any(is_progress(e) for e in facts.after(added[0])):
+        # Requests taken in and not one token or finish after them: the excerpt ends in the middle of work
+        # it never shows completing (tt-metal-qwen3-32b-t3k-3k-token-prefill-nd-device-hang-silent).
+        draft = Draft(facts, Kind.UNKNOWN, 0.3, f"unknown: {len(added)} request(s) came in and the log ends before "
+                                                "any produced a token or finished")
+        draft.cite(added[0], Role.ROOT_CAUSE, "work taken in")
+        draft.undecided = ("the lines after this excerpt: stats with tokens flowing (working) or minutes of silence "
+                           "(stuck); or engdiag snapshot on the engine now")
         return draft.done()
     draft = Draft(facts, Kind.HEALTHY, 0.7, "healthy: no timeout, stall, memory or crash signal in the log")
     draft.cite(facts.t.last_progress, Role.CONTEXT, "last progress")

@@ -41,6 +41,8 @@ from engdiag.analysis.waits import (
 from engdiag.logs.events import Event, NcclWork, Progress, Rendezvous, Signal, Timeout
 from engdiag.roles import Role as ProcRole
 
+SILENT_ENGINE_S = 90.0
+"""An engine core that prints no start-up step for this long while the API server polls is blocked."""
 _API_WAIT_DEADLOCK_S = 120
 """An API server waiting this long on an engine that shows no work: stuck, not slow."""
 
@@ -287,9 +289,23 @@ def api_waits(facts: Facts) -> Verdict | None:
 def handshake_wait(facts: Facts) -> Verdict | None:
     """The API server waiting for an engine core the log never shows: only its own output decides."""
     wait = next((w for w in facts.model.waits if w.via == "handshake" and w.satisfiable is None), None)
-    if wait is None or any(a.startup for a in facts.model.activities):
-        return None  # start-up work the log does show decides (phases.startup_stopped)
+    if wait is None or any(a.startup and a.name != "start-up handshake" for a in facts.model.activities):
+        return None  # start-up work the log does show decides (phase_rules.startup_stopped)
     waiting = [e for e in facts.t.of(Signal.STARTUP_PHASE) if getattr(e.data, "name", "") == "waiting_for_engine_cores"]
+    unbroken = all(b.line == a.line + 1 and b.source == a.source for a, b in zip(waiting, waiting[1:]))
+    if unbroken and (wait.seconds or 0) >= SILENT_ENGINE_S:
+        # The engine core writes to the same stream as the API server: a start-up that loads, profiles or
+        # compiles prints its steps between the polls.  Poll after poll with nothing between them for
+        # minutes is an engine core blocked before its first step
+        # (pr19316-batchfeature-dtype-cast-engine-core-startup-deadlock-waiting-local-proc).
+        draft = Draft(facts, Kind.DEADLOCKED, 0.4,
+                      f"deadlocked at start-up (likely): the API server polled {len(waiting)} times over "
+                      f"{wait.seconds:.0f} s and not one line of the engine core's start-up appeared between them")
+        draft.cite(waiting[0], Role.ROOT_CAUSE, "the engine core never reported a start-up step")
+        draft.cite(waiting[-1], Role.SUPPORTING, "still waiting")
+        draft.undecided = ("whether the engine core logs elsewhere (a separate file or a filtered paste), or a stack "
+                           "capture of it now (engdiag snapshot): a lock or collective wait confirms it")
+        return draft.done()
     draft = Draft(facts, Kind.UNKNOWN, 0.3,
                   f"unknown: the API server waited {wait.seconds or 0:.0f} s for the engine core to start, and the "
                   "log shows nothing from the engine core itself")
