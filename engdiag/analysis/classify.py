@@ -70,7 +70,7 @@ RULES: tuple[Callable[[Facts], Verdict | None], ...] = (
     timeouts.watchdog_stall,
     timeouts.external_guard,
     phase_rules.slow_startup,
-    memory.died_profiling,
+    memory.died_allocating,
     crashes.other_fatal,
     stalls.stack_in_compile,
     stalls.stack_in_launch,

@@ -20,7 +20,7 @@ from engdiag.analysis.draft import Draft
 from engdiag.analysis.facts import KV_HIGH_PCT, Facts
 from engdiag.analysis.verdict import Kind, MemoryKind, Role, Verdict
 from engdiag.logs.events import Event, Failure, Preemption, Signal
-from engdiag.logs.patterns import PROFILE_SITE
+from engdiag.logs.patterns import ALLOCATING
 from engdiag.units import format_bytes
 
 
@@ -111,23 +111,23 @@ def kv_pressure(facts: Facts) -> Verdict | None:
     return None
 
 
-def died_profiling(facts: Facts) -> Verdict | None:
-    """A traceback through the memory-profiling run whose exception is cut off: most often out of memory.
+def died_allocating(facts: Facts) -> Verdict | None:
+    """A traceback through a step that allocates most of the GPU, its exception cut off: most often OOM.
 
-    The profiling run pushes max_num_seqs dummy requests (with dummy images for vision models) through
-    the model to measure peak activations, so it is where an oversized batch runs out of memory
-    (mllama-11b-vision-l20-profile-run-256-dummy-images-oom-max-num-seqs: 256 dummy images).
+    The profiling run pushes max_num_seqs dummy requests (dummy images for vision models) through the
+    model to measure peak activations (mllama-11b-vision-l20-profile-run-256-dummy-images-oom-max-num-seqs);
+    sleep mode's wake_up re-allocates weights and KV cache next to whatever else holds the GPU
+    (verl-fsdp-rollout-wake-up-oom-after-empty-cache-removed).
     """
     raised = [e for e in facts.t.of(Signal.EXCEPTION)
-              if isinstance(e.data, Failure) and e.data.name == PROFILE_SITE
+              if isinstance(e.data, Failure) and (e.data.name or "").startswith(ALLOCATING)
               and (not e.data.exception or "memory" in e.data.exception.lower())]
     if not raised:
         return None
-    draft = Draft(facts, Kind.FRAGMENTED, 0.5, "GPU memory exhausted at start-up (likely): the engine died inside the "
-                                               "memory-profiling run, which holds the largest batch it will ever see")
+    where = raised[0].data.name.removeprefix(ALLOCATING)  # type: ignore[union-attr]
+    draft = Draft(facts, Kind.FRAGMENTED, 0.5, f"GPU memory exhausted (likely): the process died inside {where}")
     draft.sub_kind = MemoryKind.EXHAUSTION
-    draft.cite(raised[0], Role.ROOT_CAUSE, "the traceback passes through the profiling run")
+    draft.cite(raised[0], Role.ROOT_CAUSE, "the traceback passes through that allocation")
     draft.undecided = "the traceback's last line: torch.OutOfMemoryError confirms it"
-    draft.step("profile with a smaller batch", "--max-num-seqs 32")
+    draft.step("leave more of the GPU free", "--gpu-memory-utilization 0.8")
     return draft.done()
-

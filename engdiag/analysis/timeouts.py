@@ -185,7 +185,7 @@ def _step_timeout(facts: Facts, event: Event) -> Verdict:
     g = facts.model.guard
     call = event.data.call if isinstance(event.data, Timeout) and event.data.call else "execute_model"
     name = g.name if g is not None else f"{call} step timeout"
-    before = facts.before(event)
+    before = [e for e in facts.before(event) if e.signal is not Signal.EXCEPTION]  # its own traceback is no evidence
     served = facts.served_before(event)
     compiles = [e for e in before if e.signal is Signal.COMPILE and (facts.served_before(e) or "inference" in e.text)]
     compiles += [e for e in before if isinstance(e.data, Progress) and "Compiling FSM index" in e.data.bar]

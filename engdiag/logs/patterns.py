@@ -253,13 +253,18 @@ def _in_launch(match: re.Match[str], text: str) -> Iterable[Payload]:
     yield Peer(detail=kernel.strip()[:160])
 
 
-_PROFILE_FRAMES = re.compile(r"\bin (?:determine_num_available_blocks|determine_available_memory|profile_run)\b")
-PROFILE_SITE = "memory profiling"
+_ALLOCATING_FRAMES = (
+    (re.compile(r"\bin (?:determine_num_available_blocks|determine_available_memory|profile_run)\b"),
+     "the memory-profiling run, which holds the largest batch it will ever see"),
+    (re.compile(r"\bin wake_up\b"), "sleep mode's wake-up, which re-allocates the weights and KV cache"),
+)
+ALLOCATING = "allocating: "
+"""Prefix of a traceback site where vLLM allocates most of the GPU at once."""
 
 
 def _traceback_site(text: str) -> str | None:
     """Where in vLLM a traceback passes that says what the process was doing when it raised."""
-    return PROFILE_SITE if _PROFILE_FRAMES.search(text) else None
+    return next((ALLOCATING + what for frames, what in _ALLOCATING_FRAMES if frames.search(text)), None)
 
 
 def _collective_frame(name: str) -> Rule:
@@ -749,6 +754,10 @@ RULES: tuple[Rule, ...] = (
     # (omni-3gpu-replica2-serial-stage-init-exceeds-startup-timeout)
     Rule(Signal.EXCEPTION, "Traceback (most recent call last)", _c(r"Traceback \(most recent call last\)"),
          lambda m, t: [Failure(exception=last_exception(t), name=_traceback_site(t))]),
+    # a traceback pasted without its header or its last line: its frames alone
+    # (sm120-cuda128-toolkit-flashinfer-jit-fp8kv-prefill-build-kills-engine-init)
+    Rule(Signal.EXCEPTION, '", line ', _c(r'File "[^"\n]+", line \d+, in \S+'),
+         lambda m, t: [Failure(exception=last_exception(t), name=_traceback_site(t))]),
     # Python's threading excepthook: a thread of the process died (open-instruct-grpo-enginecore-output-thread-
     # encode-crash-insecure-serialization: the engine core's output thread, so no output ever left it again)
     Rule(Signal.PROCESS_EXCEPTION, "Exception in thread ", _c(r"Exception in thread (?P<name>[^\n:]{1,80}):"),
@@ -805,6 +814,10 @@ RULES: tuple[Rule, ...] = (
     Rule(Signal.RPC_TIMEOUT, "_wait_for_response", _c(r"in _wait_for_response\b"), _step_wait("vllm-step")),
     Rule(Signal.RPC_TIMEOUT, "worker_response_mq.dequeue(", _c(r"worker_response_mq\.dequeue\("), _step_wait("vllm-step")),
     Rule(Signal.RPC_TIMEOUT, "_dag_output_fetcher.read(", _c(r"_dag_output_fetcher\.read\("), _step_wait("ray-cgraph")),
+    # the same read seen lower in the traceback, when a paste starts below the executor's frame
+    # (v0102-ray-tp8-pp4-batch-queue-regression-raychannel-read-timeout)
+    Rule(Signal.RPC_TIMEOUT, "ray/experimental/channel/",
+         _c(r"ray/experimental/channel/[\w/]+\.py\", line \d+, in (?:read|_read_list)\b"), _step_wait("ray-cgraph")),
     Rule(
         Signal.RPC_TIMEOUT,
         "RayChannelTimeoutError",
