@@ -57,6 +57,10 @@ def root_fault(facts: Facts) -> Verdict | None:
         return memory.oom(facts, root)
     if root.signal is Signal.KV_CACHE_INSUFFICIENT:
         return memory.kv_cache_does_not_fit(facts, root)
+    if root.signal is Signal.PEER_LOST and (raised := timeouts.raised_before(facts, root)) is not None:
+        # the peer closed the connection because it died: its exception is the cause
+        # (neuron-tp64-cold-compile-neuronxcc-70-gloo-tp-barrier-peer-closed: a compiler failure, then gloo)
+        return crashes.crash(facts, raised)
     if root.signal is Signal.NCCL_WATCHDOG_TIMEOUT or root.signal in waits.UNSATISFIABLE:
         return wait_rules.unsatisfiable_wait(facts, root)
     return crashes.crash(facts, root)

@@ -55,7 +55,7 @@ def timeout_verdict(facts: Facts) -> Verdict | None:
     event = timeout_event(facts)
     if event is None:
         return startup_death(facts)
-    raised = _raised_before(facts, event)
+    raised = raised_before(facts, event)
     if raised is not None:
         return _guard_after_a_crash(facts, event, raised)
     if event.signal is Signal.ENGINE_READY_TIMEOUT:
@@ -75,11 +75,12 @@ def timeout_verdict(facts: Facts) -> Verdict | None:
 
 
 _NOT_A_CRASH = ("TimeoutError", "CancelledError", "KeyboardInterrupt", "SystemExit", "DeadError", "Empty",
-                "DistBackendError", "DistStoreError", "DistNetworkError")
+                "DistBackendError", "DistStoreError", "DistNetworkError", "gloo", "NCCL", "nccl", "Connection",
+                "Worker failed")
 """Exceptions that are a guard or a wait giving up (or the engine-dead error after it), not a fault."""
 
 
-def _raised_before(facts: Facts, guard: Event) -> Event | None:
+def raised_before(facts: Facts, guard: Event) -> Event | None:
     """An exception the engine logged at ERROR before the guard fired, other than a timeout or its echoes."""
     for event in facts.before(guard):
         exception = facts.exception_of(event) or ""

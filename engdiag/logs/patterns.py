@@ -254,9 +254,11 @@ def _in_launch(match: re.Match[str], text: str) -> Iterable[Payload]:
 
 
 _ALLOCATING_FRAMES = (
-    (re.compile(r"\bin (?:determine_num_available_blocks|determine_available_memory|profile_run)\b"),
+    (re.compile(r"(?:\bin |\.)(?:determine_num_available_blocks|determine_available_memory|profile_run)\b"),
      "the memory-profiling run, which holds the largest batch it will ever see"),
-    (re.compile(r"\bin wake_up\b"), "sleep mode's wake-up, which re-allocates the weights and KV cache"),
+    (re.compile(r"(?:\bin |\.)wake_up\b"), "sleep mode's wake-up, which re-allocates the weights and KV cache"),
+    (re.compile(r"(?:\bin |\.)capture_model\b"),
+     "CUDA-graph capture, which allocates the graphs' memory pools after the KV cache took its share"),
 )
 ALLOCATING = "allocating: "
 """Prefix of a traceback site where vLLM allocates most of the GPU at once."""
@@ -580,6 +582,11 @@ RULES: tuple[Rule, ...] = (
     # (rbln-minimax-kv-blocks-device-memory-api-server-waits-probe-kill).
     Rule(Signal.CUDA_OOM, "out of memory", _c(r"\b(?:NPU|XPU|HPU|MPS) out of memory"), _oom),
     Rule(Signal.CUDA_OOM, "Memory_Allocation_Failure", _c(r"Memory_Allocation_Failure"), _oom),
+    # Ascend's runtime: "EL0004: ... Failed to allocate memory." and "Failed to allocate
+    # resource[DeviceMemory] ... Reason: Memory resources are exhausted."
+    # (ascend-mc2-moe-dispatch-hccl-2gib-device-memory-exhausted)
+    Rule(Signal.CUDA_OOM, "Memory resources are exhausted", _c(r"Memory resources are exhausted"), _oom),
+    Rule(Signal.CUDA_OOM, "EL0004", _c(r"EL0004:[^\n]*Failed to allocate memory"), _oom),
     Rule(Signal.CUDA_OOM, "Lack of device memory", _c(r"Lack of device memory"), _oom),
     Rule(Signal.KV_CACHE_INSUFFICIENT, "blocks of KV cache", _c(r"Not enough memory for \d+ blocks of KV cache")),
     # V0's worker wrapper logs "Error executing method initialize_cache. This might cause deadlock in distributed
