@@ -25,7 +25,7 @@ from engdiag.logs.events import (
 from engdiag.roles import Role
 
 STARTUP_WORK = frozenset({Signal.STARTUP_PHASE, Signal.COMPILE, Signal.MEMORY})
-_STARTUP_BARS = ("checkpoint shards", "Capturing CUDA graph", "DeepGemm(", "DeepGEMM warmup")
+_STARTUP_BARS = ("checkpoint shards", "Capturing CUDA graph", "DeepGemm(", "DeepGEMM warmup", "HPU graph warm-up")
 KV_HIGH_PCT = 90.0
 DECODE_STEP_TOKENS = 512
 """A scheduled batch this small with no new prompt is decode work: seconds at most."""

@@ -30,7 +30,7 @@ from engdiag.analysis.facts import Facts
 from engdiag.analysis.model import Activity
 from engdiag.analysis.phases import ENGINE_READY_DEFAULT_S, NCCL_SETUP
 from engdiag.analysis.verdict import Kind, MemoryKind, Role, Verdict
-from engdiag.logs.events import Memory, Signal
+from engdiag.logs.events import Memory, Progress, Signal
 
 
 def _minutes(seconds: float) -> str:
@@ -55,11 +55,44 @@ def _knob_steps(draft: Draft, activity: Activity, needed: float) -> None:
         draft.step("capture fewer batch sizes", "--compilation-config '{\"max_cudagraph_capture_size\": 64}'")
 
 
+def _projected(facts: Facts, activity: Activity) -> float | None:
+    """Seconds an advancing bar needs in all, at its own pace so far."""
+    event = facts.event_at(activity.source, activity.line)
+    bar = event.data if event is not None else None
+    if not isinstance(bar, Progress) or not bar.total or bar.done <= 0 or bar.done >= bar.total:
+        return None
+    per_item = bar.seconds_per_item or ((activity.seconds or 0) / bar.done if activity.seconds else None)
+    return (activity.seconds or 0) + (bar.total - bar.done) * per_item if per_item else None
+
+
+def _projected_startup(facts: Facts) -> Verdict | None:
+    """A start-up bar still advancing whose own pace puts its end past the start-up default.
+
+    Projected, not yet spent: the guard has not fired, but at this pace it will
+    (gaudi-bucket-warmup-graph-compile-30s-per-bucket: 8 of 56 buckets in 3 minutes).
+    """
+    for activity in facts.model.activities:
+        total = _projected(facts, activity) if activity.startup and activity.advancing else None
+        if total is None or total < ENGINE_READY_DEFAULT_S:
+            continue
+        draft = Draft(facts, Kind.SLOW, 0.55,
+                      f"slow start-up: at its own pace {activity.name} ({activity.detail}) needs about "
+                      f"{_minutes(total)} in all, longer than VLLM_ENGINE_READY_TIMEOUT_S's default of "
+                      f"{ENGINE_READY_DEFAULT_S:.0f} s")
+        event = facts.event_at(activity.source, activity.line)
+        draft.cite(event, Role.ROOT_CAUSE, "advancing, but slowly: projected from its own rate")
+        draft.undecided = "whether it finishes: the lines after this excerpt, or the server's /health later"
+        draft.root = event
+        _knob_steps(draft, activity, total)
+        return draft.done()
+    return None
+
+
 def slow_startup(facts: Facts) -> Verdict | None:
     """A start-up activity ran longer than the engine-ready default: slow start-up, fatal or not."""
     long = [a for a in facts.model.activities if a.startup and (a.seconds or 0) >= ENGINE_READY_DEFAULT_S]
     if not long:
-        return None
+        return _projected_startup(facts)
     activity = max(long, key=lambda a: a.seconds or 0)
     seconds = activity.seconds or 0
     state = "was still advancing after" if activity.advancing else ("took" if activity.finished else "ran for")

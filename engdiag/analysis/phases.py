@@ -45,6 +45,7 @@ _BARS = (
     ("Compiling FSM index", "guided-decoding compile"),
     ("DeepGemm(", "kernel warm-up (DeepGEMM)"),
     ("DeepGEMM warmup", "kernel warm-up (DeepGEMM)"),
+    ("HPU graph warm-up", "graph warm-up (HPU buckets)"),
 )
 _FINISHES = {"weight loading": "weights_loaded", "CUDA-graph capture": "cuda_graphs_captured"}
 

@@ -155,7 +155,9 @@ def _collective_waits(facts: Facts) -> Iterable[Wait]:
         call = event.data.call if isinstance(event.data, Timeout) else None
         if call and call.startswith(("gloo", "HCCL")):
             yield Wait(_label(event, "a rank"), "its peer ranks", call, False,
-                       "the peer never sent its part of the CPU collective", event.data.limit_s,  # type: ignore[union-attr]
+                       "the peer never sent its part of the " + ("CPU collective" if call.startswith("gloo")
+                                                                 else "collective"),
+                       event.data.limit_s,  # type: ignore[union-attr]
                        event.source, event.line)
             continue
         yield Wait(_label(event, "an EP rank"), "the other EP ranks", call or "all-to-all", False,

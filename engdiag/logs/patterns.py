@@ -24,6 +24,7 @@ from engdiag.logs.events import (
     Peer,
     Phase,
     Preemption,
+    Progress,
     PromptLength,
     Rendezvous,
     ScheduledTokens,
@@ -449,6 +450,15 @@ RULES: tuple[Rule, ...] = (
     # 0.2x+ vllm/compilation/monitor.py: "%sInitial profiling/warmup run took %.2f s" (0.34 :92)
     Rule(Signal.STARTUP_PHASE, "Initial profiling/warmup run took",
          _c(r"Initial profiling/warmup run took (?P<s>[\d.]+) s"), _phase("warmup_run", seconds="s")),
+    # Gaudi (HabanaAI/vllm-fork habana_model_runner.py): one line per warmed-up bucket,
+    # "[Warmup][Prompt][3/56] batch_size:64 seq_len:768 free_mem:13.86 GiB"
+    # (gaudi-bucket-warmup-graph-compile-30s-per-bucket: 15-38 s a bucket)
+    Rule(
+        Signal.PROGRESS_BAR,
+        "[Warmup][",
+        _c(r"\[Warmup\]\[(?P<k>\w+)\]\[(?P<d>\d+)/(?P<t>\d+)\]"),
+        lambda m, t: [Progress(f"HPU graph warm-up ({m['k']})", int(m["d"]), int(m["t"]))],
+    ),
     Rule(Signal.STARTUP_PHASE, "Memory profiling takes", _c(r"Memory profiling takes (?P<s>[\d.]+) seconds"), _phase("memory_profiled", seconds="s")),
     Rule(
         Signal.STARTUP_PHASE,
@@ -951,6 +961,15 @@ RULES: tuple[Rule, ...] = (
            r"remote rank:? ?\[(?P<r>[^\]]*)\](?:[^\n]*?tag\[(?P<tag>[A-Za-z]+))?"),
         lambda m, t: [Timeout(call=f"HCCL {m['tag'] or 'collective'} (remote rank {m['r']} never signalled)",
                               guard="hccl")],
+    ),
+    # HCCL's socket wait (EI0006): "Getting socket times out. Reason: Remote Rank did not send the data in
+    # time. Please check the reason for the rank being stuck" (ascend-grpo-colocated-vllm-hccl-allreduce-
+    # remote-rank-stuck, inside an all_reduce)
+    Rule(
+        Signal.COMM_TIMEOUT,
+        "Remote Rank did not send the data in time",
+        _c(r"Remote Rank did not send the data in time"),
+        _const(Timeout(call="HCCL collective (a remote rank never sent its data)", guard="hccl")),
     ),
     Rule(
         Signal.NCCL_WATCHDOG_TIMEOUT,
