@@ -801,6 +801,9 @@ RULES: tuple[Rule, ...] = (
     Rule(Signal.NCCL_ABORT, "watchdog thread terminated", _c(r"watchdog thread terminated with exception")),
     Rule(Signal.NCCL_ABORT, "ncclCommWatchdog", _c(r"Exception raised from ncclCommWatchdog")),
     Rule(Signal.CUDA_ERROR, "illegal memory access", _c(r"an illegal memory access was encountered")),
+    # Ascend's device faults: a kernel that failed or timed out on the AI core (driver/firmware side)
+    # (ascend-dsv32-driver-24-1-moe-dispatch-aicore-timeout)
+    Rule(Signal.CUDA_ERROR, "Aicore kernel execute failed", _c(r"Aicore kernel execute failed")),
     Rule(Signal.CUDA_ERROR, "device-side assert", _c(r"device-side assert triggered")),
     Rule(Signal.CUDA_ERROR, "unspecified launch failure", _c(r"unspecified launch failure")),
     Rule(Signal.CUDA_ERROR, "CUDA error: ", _c(r"CUDA error: (?!out of memory|CUBLAS_STATUS_ALLOC_FAILED)[^\n]{0,200}")),
