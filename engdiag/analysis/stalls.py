@@ -14,7 +14,7 @@ from engdiag.analysis.draft import Draft
 from engdiag.analysis.facts import Facts
 from engdiag.analysis.timeline import is_progress
 from engdiag.analysis.verdict import Kind, Role, Verdict
-from engdiag.logs.events import Peer, Progress, Signal
+from engdiag.logs.events import Event, Peer, Progress, Signal
 
 
 def stalled_serving(facts: Facts) -> Verdict | None:
@@ -108,6 +108,12 @@ def queueing(facts: Facts) -> Verdict | None:
     return draft.done()
 
 
+def _who_and_where(capture: Event, somewhere: str) -> tuple[str, str]:
+    """The captured process and the frame its stack sits in."""
+    where = capture.data.detail if isinstance(capture.data, Peer) and capture.data.detail else somewhere
+    return (capture.proc.label if capture.proc is not None else "a process"), where
+
+
 def stack_in_compile(facts: Facts) -> Verdict | None:
     """A captured stack inside compilation: the rank everyone waits on is working — slow, not stuck.
 
@@ -120,8 +126,7 @@ def stack_in_compile(facts: Facts) -> Verdict | None:
     if not stacks:
         return None
     first = stacks[0]
-    where = first.data.detail if isinstance(first.data, Peer) else "a compiler"
-    who = first.proc.label if first.proc is not None else "a process"
+    who, where = _who_and_where(first, "a compiler")
     draft = Draft(facts, Kind.SLOW, 0.6,
                   f"slow: a captured stack shows {who} compiling ({where}) — first-use kernel compilation takes "
                   "minutes while everyone else waits on it; it is working, not stuck")
@@ -170,8 +175,7 @@ def stack_in_collective(facts: Facts) -> Verdict | None:
     first = stacks[0]
     if any(is_progress(e) for e in facts.after(first)):
         return None
-    where = first.data.detail if isinstance(first.data, Peer) else "a collective"
-    who = first.proc.label if first.proc is not None else "a process"
+    who, where = _who_and_where(first, "a collective")
     draft = Draft(facts, Kind.DEADLOCKED, 0.6,
                   f"deadlocked: a captured stack shows {who} inside {where} — a collective that waits for every "
                   "rank — and nothing progressed after it")
