@@ -54,6 +54,35 @@ def _timeout_step(steps: list[dict]) -> dict:
     return next(s for s in steps if SET.match(s["text"]))
 
 
+_KNOB_VALUE = re.compile(r"\b(VLLM_\w+|RAY_CGRAPH_\w+)=(\d+)|^set (\S+) to (\d+)")
+
+
+def _numbers(steps: list[dict]) -> list[tuple[str, str, bool]]:
+    """Every (knob, value, is_capture) analyze prints, in a step's text or its command."""
+    found = []
+    for step in steps:
+        for match in _KNOB_VALUE.finditer(f"{step['text']}\n{step['command'] or ''}"):
+            name, value = (match.group(1), match.group(2)) if match.group(1) else (match.group(3), match.group(4))
+            found.append((name, value, "capture" in step["text"]))
+    return found
+
+
+@pytest.mark.parametrize("case", [EXAMPLE, *CORPUS])
+def test_analyze_and_recommend_timeout_give_the_same_number_for_every_knob(case):
+    """Done when: the two commands agree on every corpus case and the example — each knob analyze sets (and
+    its capture value on a deadlock) is what ``recommend-timeout --log`` prints for the same log."""
+    numbers = _numbers(_analyze(case)["verdict"]["next_steps"])
+    if not numbers:
+        return
+    result = run_engdiag("recommend-timeout", "--log", case, "--json")
+    assert result.returncode == 0, (case, result.stderr.decode())
+    doc = json.loads(result.stdout)
+    values = {r["name"]: r["value"] for r in doc["recommendations"]}
+    for name, value, capture in numbers:
+        wanted = str(int(doc["capture_timeout_s"] * (1000 if name == "VLLM_RPC_TIMEOUT" else 1))) if capture else values.get(name)
+        assert value == wanted, (case, name, value, wanted)
+
+
 @pytest.mark.parametrize("case", [EXAMPLE, *CORPUS])
 def test_every_printed_next_step_runs_as_printed_and_gives_the_same_numbers(case, shell_env):
     for step in _analyze(case)["verdict"]["next_steps"]:

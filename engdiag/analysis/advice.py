@@ -45,7 +45,8 @@ def _timeout_knob(facts: Facts, root: Event | None) -> Step | None:
     )
     if not (startup or stepping):
         return None
-    advice = timeout_advice(facts.t, "slow", _names(facts), prefer=knobs.ENGINE_READY if startup else None)
+    advice = timeout_advice(facts.t, "slow", _names(facts), prefer=knobs.ENGINE_READY if startup else None,
+                            model=facts.model)
     return Step(advice.text, advice.command) if advice is not None else None
 
 
@@ -68,7 +69,7 @@ def next_steps(facts: Facts, kind: Kind, sub_kind: MemoryKind | None, root: Even
         steps.append(_snapshot_step(facts, "if it stalls again, before the timeout fires, to confirm it computes"))
     elif kind is Kind.DEADLOCKED:
         steps.append(_snapshot_step(facts, "while it hangs"))
-        capture = capture_advice(facts.t, kind.value)
+        capture = capture_advice(facts.t, kind.value, facts.model)
         steps.append(Step(capture.text, capture.command))
         steps.append(
             Step(

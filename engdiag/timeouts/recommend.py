@@ -177,9 +177,10 @@ def _setup(obs: Observations, options: Options) -> Setup:
 
 def _proves_something(obs: Observations, options: Options) -> bool:
     """Without a throughput, only these size a timeout (prompt lengths alone cannot); a version or a
-    platform at least says which knobs exist, each at its floor."""
+    platform at least says which knobs exist, each at its floor; a log analyze judged deadlocked needs
+    the capture value (the one number analyze prints for it)."""
     return bool(obs.killed or obs.startup_s or obs.longest_gap or obs.version or obs.platforms
-                or options.vllm_version or options.platforms)
+                or options.vllm_version or options.platforms or obs.verdict == "deadlocked")
 
 
 def step_bounds(obs: Observations, policy: Policy, options: Options, setup: Setup,
@@ -240,6 +241,11 @@ def recommend(obs: Observations, policy: Policy = Policy(), options: Options = O
         notes.append(
             f"the {killed.limit_s:g} s limit that fired ({killed.where}) ended work that was not progressing "
             f"(analyze: {obs.verdict}): raising it only delays the same failure — capture the hang instead"
+        )
+    elif killed is None and obs.verdict == "deadlocked":
+        notes.append(
+            "analyze judged this log deadlocked: no timeout fixes a hang — keep vLLM's defaults, and to capture "
+            "the next one raise the step timeout temporarily to the capture value, then run engdiag snapshot"
         )
     if obs.lower_bound:
         notes.append("some prompt lengths are lower bounds (truncated in the log, or past the last histogram bucket)")
