@@ -12,7 +12,7 @@ from engdiag.analysis.facts import KV_HIGH_PCT, Facts, stalled
 from engdiag.analysis.verdict import Kind, MemoryKind, Step
 from engdiag.logs.events import Event, Signal
 from engdiag.timeouts import knobs
-from engdiag.timeouts.advice import capture_advice, recommend_command, timeout_advice
+from engdiag.timeouts.advice import capture_advice, probe_advice, recommend_command, timeout_advice
 
 
 def _names(facts: Facts) -> list[str]:
@@ -58,6 +58,9 @@ def next_steps(facts: Facts, kind: Kind, sub_kind: MemoryKind | None, root: Even
         knob = _timeout_knob(facts, root)
         if knob is not None:
             steps.append(knob)
+        probe = probe_advice(facts.t, kind.value, _names(facts), facts.model) if facts.t.of(Signal.EXTERNAL_GUARD) else None
+        if probe is not None:
+            steps.append(Step(probe.text, probe.command))
         if facts.t.of(Signal.COMPILE):
             steps.append(
                 Step(

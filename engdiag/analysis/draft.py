@@ -38,6 +38,8 @@ def evidence(event: Event, role: Role, note: str = "") -> Evidence:
         text=event.text,
         role=role,
         note=note,
+        year=event.stamp.calendar if event.stamp is not None else None,
+        inherited_time=event.inherited_time and event.stamp is not None,
     )
 
 

@@ -25,6 +25,7 @@ def _processes(timeline: Timeline) -> list[dict[str, Any]]:
             "last_source": row.source,
             "last_line": row.line,
             "last_time": row.stamp.text if row.stamp is not None else None,
+            "last_year": row.stamp.calendar if row.stamp is not None else None,
         }
         for row in timeline.proc_last
     ]
@@ -167,6 +168,8 @@ def analysis_doc(analysis: Analysis, generated_at: datetime | None = None) -> di
         "timeline": {
             "first_time": t.first_stamp.text if t.first_stamp else None,
             "last_time": t.last_stamp.text if t.last_stamp else None,
+            "first_year": t.first_stamp.calendar if t.first_stamp else None,
+            "last_year": t.last_stamp.calendar if t.last_stamp else None,
             "last_progress": event_doc(incident.last_progress),
             "first_anomaly": event_doc(incident.first_anomaly),
             "fatal": event_doc(incident.fatal),

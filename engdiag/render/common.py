@@ -75,6 +75,7 @@ def event_doc(event: Event | None) -> dict[str, Any] | None:
         "source": event.source,
         "line": event.line,
         "time": event.stamp.text if event.stamp is not None else None,
+        "year": event.stamp.calendar if event.stamp is not None else None,
         "inherited_time": event.inherited_time,
         "process": None
         if proc is None
@@ -84,11 +85,21 @@ def event_doc(event: Event | None) -> dict[str, Any] | None:
     }
 
 
+def evidence_time(item: Evidence) -> str:
+    """An evidence line's time for people: with its year when the input gave one, marked when borrowed."""
+    if not item.time:
+        return ""
+    time = f"{item.year}-{item.time}" if item.year is not None else item.time
+    return f"≈ {time} (no time of its own)" if item.inherited_time else time
+
+
 def evidence_doc(item: Evidence) -> dict[str, Any]:
     return {
         "source": item.source,
         "line": item.line,
         "time": item.time,
+        "year": item.year,
+        "inherited_time": item.inherited_time,
         "signal": item.signal,
         "role": item.role.value,
         "text": item.text,

@@ -67,6 +67,21 @@ def timeout_advice(timeline: Timeline, verdict: str, names: list[str], prefer: k
     return None
 
 
+def probe_advice(timeline: Timeline, verdict: str, names: list[str], model: Model | None = None) -> TimeoutAdvice | None:
+    """A Kubernetes probe the log proves (a kubelet probe failure): size it from the same recommendation."""
+    rec = recommendation(timeline, verdict, model)
+    if rec is None or k.Platform.K8S not in rec.observations.platforms:
+        return None
+    probe = rec.setting(k.K8S_PROBE)
+    if probe is None or probe.value is None:
+        return None
+    proof = next((p for p in rec.observations.platform_proof if p.startswith("Kubernetes")), "Kubernetes")
+    logs = recommend_command(names).replace("--format env", "--format k8s")
+    return TimeoutAdvice(f"keep the liveness probe from restarting a working engine: {probe.value}, or probe with "
+                         f"`engdiag watch --probe` (detected from the log — {proof})",
+                         f"{logs}   # prints the livenessProbe block" + ("; pipe the same log in" if "-" in names or not names else ""))
+
+
 def capture_command(rec: Recommendation) -> str:
     """``export KNOB=N``: the step limit this version really has, at the capture value (engdiag's hard cap)."""
     killed = rec.observations.killed

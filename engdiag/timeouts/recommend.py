@@ -196,7 +196,7 @@ def step_bounds(obs: Observations, policy: Policy, options: Options, setup: Setu
     if killed is not None and killed.knob in (k.EXECUTE_MODEL, k.ITERATION) and killed.progressing:
         stall = max(killed.limit_s, killed.stall_s or 0)
         bounds.append(Bound(stall * policy.factor,
-                            f"the {killed.limit_s:g} s limit killed a step that was still working ({killed.where}); "
+                            f"the {killed.limit_s:g} s limit that killed a step still working ({killed.where}); "
                             f"{stall:g} s × {policy.factor:g}"))
     gap = obs.longest_gap
     if gap is not None:
@@ -247,6 +247,7 @@ def recommend(obs: Observations, policy: Policy = Policy(), options: Options = O
             "analyze judged this log deadlocked: no timeout fixes a hang — keep vLLM's defaults, and to capture "
             "the next one raise the step timeout temporarily to the capture value, then run engdiag snapshot"
         )
+    notes.extend(f"detected in the log — {proof}" for proof in obs.platform_proof)
     if obs.lower_bound:
         notes.append("some prompt lengths are lower bounds (truncated in the log, or past the last histogram bucket)")
     prompt = quantile if quantile is not None else max(setup.batched, obs.step_tokens_seen or 0)

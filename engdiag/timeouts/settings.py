@@ -110,7 +110,7 @@ def _ready(obs: Observations, policy: Policy, setup: Setup) -> Setting:
     if not observed:
         return Setting(knob, None, present, "no start-up in the inputs: keep the default, or pass a log from launch")
     value = str(ceil_to(max(STARTUP_FLOOR_S, observed * policy.factor), 60))
-    source = (f"the {killed.limit_s:g} s limit killed a start-up that was still working ({killed.where})"
+    source = (f"the {killed.limit_s:g} s limit that killed a start-up still working ({killed.where})"
               if killed is not None else f"start-up took {observed:.0f} s ({obs.startup_s.source})")  # type: ignore[union-attr]
     return Setting(knob, value, present, f"{source}; {observed:.0f} s × {policy.factor:g}, at least 600 s")
 
