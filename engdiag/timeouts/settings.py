@@ -42,7 +42,9 @@ def missing(knob: k.Knob, setup: Setup) -> Setting:
 
 
 def _inert(knob: k.Knob, setup: Setup) -> Setting | None:
-    """From ``inert_from`` on vLLM still reads the variable, but nothing waits on it."""
+    """From ``inert_from`` on vLLM still reads the variable, but nothing waits on it (until it is removed)."""
+    if setup.version is not None and not knob.exists_in(setup.version, None):  # gone from envs.py altogether
+        return missing(knob, setup)
     if knob.guards_in(setup.version) is False:
         return Setting(knob, None, False, f"still read by vLLM {k.format_version(setup.version)} (it exists in "
                        f"{knob.versions()}) but guards nothing from {k.format_version(knob.inert_from)} on: "
