@@ -54,7 +54,7 @@ def _timeout_step(steps: list[dict]) -> dict:
     return next(s for s in steps if SET.match(s["text"]))
 
 
-_KNOB_VALUE = re.compile(r"\b(VLLM_\w+|RAY_CGRAPH_\w+)=(\d+)|^set (\S+) to (\d+)")
+_KNOB_VALUE = re.compile(r"\b(VLLM_\w+|RAY_CGRAPH_\w+|health_check_timeout_s)=(\d+)|^set (\S+) to (\d+)")
 
 
 def _numbers(steps: list[dict]) -> list[tuple[str, str, bool]]:

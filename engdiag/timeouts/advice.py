@@ -102,7 +102,8 @@ def capture_advice(timeline: Timeline, verdict: str, model: Model | None = None)
                          "same value recommend-timeout gives for a capture)", command)
 
 
-_SIZED = {knob.name: knob for knob in (k.ENGINE_READY, k.RAY_CGRAPH_GET, k.RAY_CGRAPH_SUBMIT, k.ITERATION, k.RPC)}
+_SIZED = {knob.name: knob for knob in (k.ENGINE_READY, k.RAY_CGRAPH_GET, k.RAY_CGRAPH_SUBMIT, k.ITERATION, k.RPC,
+                                       k.RAY_SERVE_HEALTH)}
 """Knobs a rule may name in an ``export`` of its own; their values always come from the recommender.
 (The step timeout is left out: a deadlock's capture value is deliberately not the recommendation.)"""
 _ASSIGN = re.compile(r"\b([A-Za-z_]\w*)=(\d+)\b")
@@ -120,11 +121,12 @@ def agree(steps: list[Step], rec: Callable[[], Recommendation | None]) -> list[S
     found: list[Recommendation | None] = []
     for step in steps:
         command = step.command or ""
-        if command.startswith("export ") and any(name in _SIZED for name, _ in _ASSIGN.findall(command)):
+        if any(name in _SIZED for name, _ in _ASSIGN.findall(f"{step.text} {command}")):
             if not found:
                 found.append(rec())
             if found[0] is not None:
-                step = replace(step, command=_ASSIGN.sub(lambda m: _value(found[0], m), command))  # type: ignore[arg-type]
+                sub = (lambda text: _ASSIGN.sub(lambda m: _value(found[0], m), text))  # type: ignore[arg-type]
+                step = replace(step, text=sub(step.text), command=sub(command) if step.command else None)
         out.append(step)
     return out
 

@@ -73,6 +73,8 @@ class Observations:
     platforms: frozenset[Platform] = frozenset()
     platform_proof: tuple[str, ...] = ()
     """How each platform was detected in the log (``Kubernetes: a liveness probe failed (file:line)``)."""
+    outside_fired: frozenset[str] = frozenset()
+    """Guards outside vLLM that fired in the log (``ray-serve-health``, ``k8s-probe``)."""
     verdict: str | None = None
     """analyze's verdict on the same log (slow, deadlocked...), when the input was a log."""
 
@@ -192,6 +194,11 @@ _POD_PREFIX = re.compile(r"\[pod/([\w.-]+)/[\w.-]+\] ")
 """``kubectl logs --prefix``: ``[pod/NAME/CONTAINER] `` before each line."""
 
 
+def _outside_fired(timeline: Timeline) -> frozenset[str]:
+    return frozenset(e.data.guard for e in timeline.of(Signal.EXTERNAL_GUARD)
+                     if isinstance(e.data, Timeout) and e.data.guard)
+
+
 def _platforms(timeline: Timeline) -> dict[Platform, str]:
     """The platforms the log proves, each with the first line that proves it.
 
@@ -258,6 +265,7 @@ def from_timeline(timeline: Timeline, verdict: str | None = None, model: Model |
         ),
         platforms=frozenset(platforms),
         platform_proof=tuple(platforms.values()),
+        outside_fired=_outside_fired(timeline),
         verdict=verdict,
     )
 
@@ -281,6 +289,7 @@ def merge(*parts: Observations) -> Observations:
             fired=merged.fired + part.fired,
             platforms=merged.platforms | part.platforms,
             platform_proof=merged.platform_proof + part.platform_proof,
+            outside_fired=merged.outside_fired | part.outside_fired,
             **{
                 name: getattr(merged, name) if getattr(merged, name) is not None else getattr(part, name)
                 for name in (
