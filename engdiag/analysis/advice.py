@@ -50,6 +50,14 @@ def _timeout_knob(facts: Facts, root: Event | None) -> Step | None:
     return Step(advice.text, advice.command) if advice is not None else None
 
 
+def _probe_step(facts: Facts, kind: Kind) -> list[Step]:
+    """A Kubernetes probe the log shows failing: size it from the one recommender (say how it was detected)."""
+    if not facts.t.of(Signal.EXTERNAL_GUARD):
+        return []
+    probe = probe_advice(facts.t, kind.value, _names(facts), facts.model)
+    return [Step(probe.text, probe.command)] if probe is not None else []
+
+
 def next_steps(facts: Facts, kind: Kind, sub_kind: MemoryKind | None, root: Event | None) -> list[Step]:
     """Concrete next steps for this verdict, most useful first."""
     files = _files(facts)
@@ -58,9 +66,7 @@ def next_steps(facts: Facts, kind: Kind, sub_kind: MemoryKind | None, root: Even
         knob = _timeout_knob(facts, root)
         if knob is not None:
             steps.append(knob)
-        probe = probe_advice(facts.t, kind.value, _names(facts), facts.model) if facts.t.of(Signal.EXTERNAL_GUARD) else None
-        if probe is not None:
-            steps.append(Step(probe.text, probe.command))
+        steps.extend(_probe_step(facts, kind))
         if facts.t.of(Signal.COMPILE):
             steps.append(
                 Step(
@@ -95,6 +101,7 @@ def next_steps(facts: Facts, kind: Kind, sub_kind: MemoryKind | None, root: Even
         if any("custom_all_reduce" in e.text for e in facts.events):
             steps.append(Step("rule out vLLM's custom all-reduce kernel", "--disable-custom-all-reduce"))
     elif kind is Kind.UNKNOWN:
+        steps.extend(_probe_step(facts, kind))
         steps.append(_snapshot_step(facts, "if the server is still up"))
         steps.append(Step("analyse the full log from launch, every process and rank: add the other ranks' logs to this",
                           f"engdiag analyze {files}"))
