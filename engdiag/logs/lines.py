@@ -132,7 +132,7 @@ def make_stamp(
     """
     if not (1 <= month <= 12 and 1 <= day <= _DAYS[month - 1] and hours < 24 and minutes < 60 and seconds < 61):
         return None
-    return Stamp(month, day, hours * 3600 + minutes * 60 + min(seconds, 59), calendar=calendar)
+    return Stamp(month, day, hours * 3600 + minutes * 60 + min(seconds, 59), 0, calendar)
 
 
 def kube_year(kube_ts: str | None, month: int) -> int | None:
