@@ -114,6 +114,8 @@ def test_long_evidence_lines_keep_a_hanging_indent_and_paths_stay_whole(tmp_path
     log.write_bytes(EXAMPLE.read_bytes())
     out = run_engdiag("analyze", str(log), env={"COLUMNS": "80"}).stdout.decode()
     lines = out.splitlines()
+    headline = lines[: lines.index("Evidence") - 1]
+    assert len(headline) > 1 and all(line.startswith("  ") for line in headline[1:])  # the headline wraps indented
     evidence = lines[lines.index("Evidence") + 1 : lines.index("Timeline") - 1]
     assert any("SchedulerOutput(" in line for line in evidence)  # the long scheduler dump is there, wrapped
     assert all(line.startswith(("● ", "  ", "… ")) for line in evidence), evidence  # every continuation indented

@@ -61,15 +61,17 @@ def wrap_words(text: Text, width: int) -> list[Text]:
 class Hanging:
     """Prose after a marker (``1.``, ``•``): wrapped lines line up under the text, not under the marker."""
 
-    def __init__(self, marker: str, text: str | Text, style: str = "", indent: int = 0) -> None:
+    def __init__(self, marker: str, text: str | Text, style: str = "", indent: int = 0,
+                 continuation: int | None = None) -> None:
         self.lead = " " * indent + marker + (" " if marker else "")
         self.body = text if isinstance(text, Text) else Text(text, style=style)
         self.style = style
+        self.continuation = len(self.lead) if continuation is None else continuation
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        width = max(20, options.max_width - len(self.lead))
+        width = max(20, options.max_width - max(len(self.lead), self.continuation))
         for number, line in enumerate(wrap_words(self.body, width)):
-            out = Text(self.lead if number == 0 else " " * len(self.lead), style=self.style, no_wrap=True,
+            out = Text(self.lead if number == 0 else " " * self.continuation, style=self.style, no_wrap=True,
                        overflow="ignore")
             out.append_text(line.rstrip() or line)
             yield out
@@ -177,8 +179,8 @@ def heading(title: str) -> Text:
     return Text(f"\n{title}", style="bold underline")
 
 
-def verdict_line(verdict: Verdict) -> Text:
-    """The first line a tired engineer reads: kind, confidence, one sentence."""
+def verdict_line(verdict: Verdict) -> RenderableType:
+    """The first line a tired engineer reads: kind, confidence, one sentence (wrapped under an indent)."""
     kind = verdict.kind.value.upper()
     if verdict.sub_kind is not None:
         kind += f" ({verdict.sub_kind.value})"
@@ -186,7 +188,7 @@ def verdict_line(verdict: Verdict) -> Text:
     line.append(f" {kind} ", style=KIND_STYLE[verdict.kind])
     line.append(f"  confidence {verdict.confidence:.2f}  ", style="bold")
     line.append(inert(verdict.headline))
-    return line
+    return Hanging("", line, continuation=2)
 
 
 def evidence_table(verdict: Verdict, limit: int = 12) -> RenderableType:
