@@ -155,8 +155,9 @@ def ruled_out(facts: Facts, kind: Kind) -> list[str]:
             core = len(facts.shm_stalls(workers=False))
             reasons.append(
                 "not a deadlock: no NCCL watchdog timeout"
-                + (f", {core} shared-memory wait(s) from the engine core" if core else ", no engine-core shared-memory waits")
-                + (f", {stalls} stalled stats interval(s)" if stalls else "")
+                + (f", {core} shared-memory wait{'s' * (core != 1)} from the engine core" if core
+                   else ", no engine-core shared-memory waits")
+                + (f", {stalls} stalled stats interval{'s' * (stalls != 1)}" if stalls else "")
             )
     if kind is not Kind.SLOW and kind in (Kind.DEADLOCKED, Kind.CRASHED):
         dump = facts.last_crash_dump
