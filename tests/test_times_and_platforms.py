@@ -59,7 +59,10 @@ def test_kubectl_stamps_give_the_year_in_json_and_human_output(tmp_path, scanner
     assert timeline["first_time"] == "05-01 14:30:00" and timeline["first_year"] == 2024  # time as printed, year beside
     assert timeline["last_year"] == 2024 and timeline["last_progress"]["year"] == 2024
     assert all(item["year"] == 2024 for item in doc["verdict"]["evidence"])
+    assert doc["model"]["guard"]["year"] == 2024 and {a["start_year"] for a in doc["model"]["activities"]} == {2024}
     out = run_engdiag("analyze", str(log), env=env).stdout.decode()
+    assert re.search(r"^fired +≈ 2024-05-01 14:36:30 \(no time of its own\)", out, re.MULTILINE)  # the probe's line
+    assert re.search(r"^ serving +2024-05-01 14:36:10", out, re.MULTILINE)  # a phase's start
     assert "2024-05-01 14:30:00 → 2024-05-01 14:37:05" in out  # log span
     assert re.search(r"^last progress +2024-05-01 14:36:30", out, re.MULTILINE)
     assert f"{log}:6  2024-05-01 14:36:30" in out  # an evidence header

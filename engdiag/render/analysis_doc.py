@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -9,7 +10,7 @@ from engdiag.analysis.analyze import Analysis
 from engdiag.analysis.model import Model
 from engdiag.analysis.timeline import Timeline
 from engdiag.logs.events import CudaOom, Memory, Phase, Preemption, Signal
-from engdiag.render.common import envelope, event_doc, verdict_doc
+from engdiag.render.common import envelope, event_doc, single_year, verdict_doc, year_at
 
 SERIES_POINTS = 60
 """Stats intervals kept in the throughput / KV series (the run-up to the incident)."""
@@ -106,7 +107,7 @@ def _phases(timeline: Timeline) -> list[dict[str, Any]]:
     ]
 
 
-def _model(model: Model) -> dict[str, Any]:
+def _model(model: Model, year: Callable[[str, int], int | None], one_year: int | None) -> dict[str, Any]:
     """Activities, waits and the guard that fired: what the verdict was judged from."""
     guard = model.guard
     return {
@@ -115,6 +116,7 @@ def _model(model: Model) -> dict[str, Any]:
                 "name": a.name,
                 "process": a.process,
                 "start": a.start,
+                "start_year": one_year if a.start else None,
                 "seconds": a.seconds,
                 "advancing": a.advancing,
                 "finished": a.finished,
@@ -150,6 +152,7 @@ def _model(model: Model) -> dict[str, Any]:
             "source": guard.source,
             "line": guard.line,
             "time": guard.time,
+            "year": year(guard.source, guard.line) if guard.time else None,
         },
         "startup_seconds": model.startup_seconds,
     }
@@ -187,7 +190,7 @@ def analysis_doc(analysis: Analysis, generated_at: datetime | None = None) -> di
             "chunked_prefill": config.chunked_prefill,
             "max_num_batched_tokens": config.max_num_batched_tokens,
         },
-        "model": _model(analysis.model),
+        "model": _model(analysis.model, year_at(analysis.timeline), single_year(analysis.timeline)),
         "startup_phases": _phases(t),
         "memory": _memory(t),
         "throughput": _series(t),

@@ -8,20 +8,24 @@ from rich.text import Text
 
 from engdiag.analysis.analyze import Analysis
 from engdiag.logs.events import CudaOom, Event, Memory, Signal
-from engdiag.render.common import inert, plural
+from engdiag.render.common import dated, inert, plural, single_year
 from engdiag.render.human import Labelled, Whole, clip, evidence_table, heading, reasons, steps, verdict_line
 from engdiag.render.spark import sparkline
 from engdiag.units import format_bytes, format_duration
 
 
+def _when(event: Event) -> str:
+    """The event's time with its year when known; marked when it is the previous line's (none of its own,
+    or an impossible one)."""
+    if event.stamp is None:
+        return ""
+    return f"≈ {event.stamp.dated} (no time of its own)" if event.inherited_time else event.stamp.dated
+
+
 def _where(event: Event | None) -> RenderableType:
     if event is None:
         return Text("—")
-    time = ""
-    if event.stamp:
-        # no readable time of its own (none printed, or an impossible one): placed at the previous line's
-        time = f"≈ {event.stamp.dated} (no time of its own)" if event.inherited_time else event.stamp.dated
-    return Group(Whole((time, ""), (f"{inert(event.source)}:{event.line}", "blue")),
+    return Group(Whole((_when(event), ""), (f"{inert(event.source)}:{event.line}", "blue")),
                  Text(clip(event.text, 160), style="dim"))
 
 
@@ -112,13 +116,14 @@ def _activities(analysis: Analysis) -> RenderableType | None:
     model = analysis.model
     if not model.activities:
         return None
+    year = single_year(analysis.timeline)
     table = Table(box=None, padding=(0, 1), show_edge=False)
     for column in ("phase", "start", "took", "state", "detail"):
         table.add_column(column, overflow="fold", no_wrap=column in ("start", "took"))
     for a in model.activities:
         state = "advancing" if a.advancing else ("finished" if a.finished else "stopped")
         style = "yellow" if a.advancing else ("green" if a.finished else "")
-        table.add_row(a.name, a.start or "—", _seconds(a.seconds), Text(state, style=style), clip(a.detail, 90))
+        table.add_row(a.name, dated(a.start, year) or "—", _seconds(a.seconds), Text(state, style=style), clip(a.detail, 90))
     if model.startup_seconds:
         return Group(table, Text(f"start-up so far: {_seconds(model.startup_seconds)}", style="dim"))
     return table
@@ -150,7 +155,9 @@ def _guard(analysis: Analysis) -> RenderableType | None:
                                                ("guarded", g.guarded)]
     if g.knob:
         rows.append(("knob", g.knob))
-    rows.append(("fired", Whole((g.time or "", ""), (f"{inert(g.source)}:{g.line}", "blue"))))
+    fired = next((e for e in analysis.timeline.events if e.line == g.line and e.source == g.source), None)
+    rows.append(("fired", Whole((_when(fired) if fired is not None else g.time or "", ""),
+                                (f"{inert(g.source)}:{g.line}", "blue"))))
     return Labelled(rows)
 
 
