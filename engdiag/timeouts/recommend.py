@@ -205,7 +205,10 @@ def step_bounds(obs: Observations, policy: Policy, options: Options, setup: Setu
                             f"× {policy.factor:g}"))
     default = STEP_DEFAULT_S.get(setup.engine or k.Engine.V1, 300.0)
     if not options.allow_lower:
-        bounds.append(Bound(default, f"vLLM's default {default:g} s (pass --allow-lower to go below it)"))
+        knob = k.ITERATION if setup.engine is k.Engine.V0 else k.EXECUTE_MODEL
+        unknown = " (engine unknown: the larger of V1's and V0's step defaults)" if setup.engine is None else ""
+        bounds.append(Bound(default, f"vLLM's default {default:g} s for {knob.name}{unknown} "
+                                     "(pass --allow-lower to go below it)"))
     return bounds
 
 
