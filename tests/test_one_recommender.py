@@ -54,6 +54,35 @@ def _timeout_step(steps: list[dict]) -> dict:
     return next(s for s in steps if SET.match(s["text"]))
 
 
+_KNOB_VALUE = re.compile(r"\b(VLLM_\w+|RAY_CGRAPH_\w+|health_check_timeout_s)=(\d+)|^set (\S+) to (\d+)")
+
+
+def _numbers(steps: list[dict]) -> list[tuple[str, str, bool]]:
+    """Every (knob, value, is_capture) analyze prints, in a step's text or its command."""
+    found = []
+    for step in steps:
+        for match in _KNOB_VALUE.finditer(f"{step['text']}\n{step['command'] or ''}"):
+            name, value = (match.group(1), match.group(2)) if match.group(1) else (match.group(3), match.group(4))
+            found.append((name, value, "capture" in step["text"]))
+    return found
+
+
+@pytest.mark.parametrize("case", [EXAMPLE, *CORPUS])
+def test_analyze_and_recommend_timeout_give_the_same_number_for_every_knob(case):
+    """Done when: the two commands agree on every corpus case and the example — each knob analyze sets (and
+    its capture value on a deadlock) is what ``recommend-timeout --log`` prints for the same log."""
+    numbers = _numbers(_analyze(case)["verdict"]["next_steps"])
+    if not numbers:
+        return
+    result = run_engdiag("recommend-timeout", "--log", case, "--json")
+    assert result.returncode == 0, (case, result.stderr.decode())
+    doc = json.loads(result.stdout)
+    values = {r["name"]: r["value"] for r in doc["recommendations"]}
+    for name, value, capture in numbers:
+        wanted = str(int(doc["capture_timeout_s"] * (1000 if name == "VLLM_RPC_TIMEOUT" else 1))) if capture else values.get(name)
+        assert value == wanted, (case, name, value, wanted)
+
+
 @pytest.mark.parametrize("case", [EXAMPLE, *CORPUS])
 def test_every_printed_next_step_runs_as_printed_and_gives_the_same_numbers(case, shell_env):
     for step in _analyze(case)["verdict"]["next_steps"]:
@@ -135,20 +164,36 @@ def test_commands_and_paths_are_never_wrapped_at_80_columns(tmp_path):
     doc = json.loads(run_engdiag("analyze", str(log), "--json").stdout)
     human = run_engdiag("analyze", str(log), env={"COLUMNS": "80"}).stdout.decode()
     lines = human.splitlines()
+    wanted = [s["command"] for s in doc["verdict"]["next_steps"] if s["command"]]
+    assert _printed_commands(human) == [" ".join(c.split()) for c in wanted]
+    assert any(f"{log}:" in line for line in lines)  # path:line whole on one line
+    assert all(f"{log}" in line for line in lines if "a-rather-long-directory" in line)  # never folded
+
+
+def _printed_commands(human: str, marker: str = "$ ") -> list[str]:
+    """The commands a person would paste from the human view, ``\\`` continuations joined."""
     printed, current = [], None
-    for line in lines:
+    for line in human.splitlines():
         if current is not None:
             current += " " + line.strip()
-        elif line.lstrip().startswith("$ "):
-            current = line.lstrip()[2:]
+        elif line.lstrip().startswith(marker):
+            current = line.lstrip()[len(marker):]
         if current is not None and not current.endswith(" \\"):
-            printed.append(current)
+            printed.append(" ".join(current.split()))
             current = None
         elif current is not None:
             current = current[:-2]
-    wanted = [s["command"] for s in doc["verdict"]["next_steps"] if s["command"]]
-    assert [" ".join(c.split()) for c in printed] == [" ".join(c.split()) for c in wanted]
-    assert any(f"{log}:" in line for line in lines)  # path:line whole on one line
+    return printed
+
+
+@pytest.mark.parametrize("case", [EXAMPLE, *CORPUS])
+def test_the_human_view_prints_the_same_runnable_commands_at_80_columns(case):
+    """What a person pastes from the terminal is the command the JSON holds (and the other test runs)."""
+    steps = _analyze(case)["verdict"]["next_steps"]
+    human = run_engdiag("analyze", case, env={"COLUMNS": "80"}).stdout.decode()
+    assert _printed_commands(human) == [" ".join(s["command"].split()) for s in steps if s["command"]]
+    assert _printed_commands(human, "vllm serve … ") == [" ".join(s["vllm_serve_args"].split())
+                                                         for s in steps if s["vllm_serve_args"]]
 
 
 def test_version_gated_flags_are_left_out_when_the_version_is_unknown():

@@ -58,10 +58,12 @@ def test_json_next_steps_hold_runnable_commands_or_serve_args():
     assert any(s["vllm_serve_args"] == "--enforce-eager" for s in doc["verdict"]["next_steps"])
 
 
-def test_since_after_until_is_a_usage_error_not_an_empty_result():
-    result = run_engdiag("analyze", EXAMPLE, "--since", "10-22 09:50", "--until", "10-22 09:40")
+@pytest.mark.parametrize("command", [("analyze", EXAMPLE), ("recommend-timeout", "--log", EXAMPLE)])
+def test_since_after_until_is_a_usage_error_not_an_empty_result(command):
+    result = run_engdiag(*command, "--since", "10-22 09:50", "--until", "10-22 09:40")
     err = result.stderr.decode()
     assert result.returncode == ExitCode.USAGE and "is after --until" in err and "no vLLM lines" not in err
+    assert "nothing to go on" not in err and "Traceback" not in err
 
 
 def test_per_rank_startup_phases_carry_their_process():

@@ -12,7 +12,7 @@ from engdiag.analysis.facts import KV_HIGH_PCT, Facts, stalled
 from engdiag.analysis.verdict import Kind, MemoryKind, Step
 from engdiag.logs.events import Event, Signal
 from engdiag.timeouts import knobs
-from engdiag.timeouts.advice import capture_advice, recommend_command, timeout_advice
+from engdiag.timeouts.advice import capture_advice, probe_advice, recommend_command, timeout_advice
 
 
 def _names(facts: Facts) -> list[str]:
@@ -45,8 +45,17 @@ def _timeout_knob(facts: Facts, root: Event | None) -> Step | None:
     )
     if not (startup or stepping):
         return None
-    advice = timeout_advice(facts.t, "slow", _names(facts), prefer=knobs.ENGINE_READY if startup else None)
+    advice = timeout_advice(facts.t, "slow", _names(facts), prefer=knobs.ENGINE_READY if startup else None,
+                            model=facts.model)
     return Step(advice.text, advice.command) if advice is not None else None
+
+
+def _probe_step(facts: Facts, kind: Kind) -> list[Step]:
+    """A Kubernetes probe the log shows failing: size it from the one recommender (say how it was detected)."""
+    if not facts.t.of(Signal.EXTERNAL_GUARD):
+        return []
+    probe = probe_advice(facts.t, kind.value, _names(facts), facts.model)
+    return [Step(probe.text, probe.command)] if probe is not None else []
 
 
 def next_steps(facts: Facts, kind: Kind, sub_kind: MemoryKind | None, root: Event | None) -> list[Step]:
@@ -57,6 +66,7 @@ def next_steps(facts: Facts, kind: Kind, sub_kind: MemoryKind | None, root: Even
         knob = _timeout_knob(facts, root)
         if knob is not None:
             steps.append(knob)
+        steps.extend(_probe_step(facts, kind))
         if facts.t.of(Signal.COMPILE):
             steps.append(
                 Step(
@@ -68,7 +78,7 @@ def next_steps(facts: Facts, kind: Kind, sub_kind: MemoryKind | None, root: Even
         steps.append(_snapshot_step(facts, "if it stalls again, before the timeout fires, to confirm it computes"))
     elif kind is Kind.DEADLOCKED:
         steps.append(_snapshot_step(facts, "while it hangs"))
-        capture = capture_advice(facts.t, kind.value)
+        capture = capture_advice(facts.t, kind.value, facts.model)
         steps.append(Step(capture.text, capture.command))
         steps.append(
             Step(
@@ -91,6 +101,7 @@ def next_steps(facts: Facts, kind: Kind, sub_kind: MemoryKind | None, root: Even
         if any("custom_all_reduce" in e.text for e in facts.events):
             steps.append(Step("rule out vLLM's custom all-reduce kernel", "--disable-custom-all-reduce"))
     elif kind is Kind.UNKNOWN:
+        steps.extend(_probe_step(facts, kind))
         steps.append(_snapshot_step(facts, "if the server is still up"))
         steps.append(Step("analyse the full log from launch, every process and rank: add the other ranks' logs to this",
                           f"engdiag analyze {files}"))
@@ -144,8 +155,9 @@ def ruled_out(facts: Facts, kind: Kind) -> list[str]:
             core = len(facts.shm_stalls(workers=False))
             reasons.append(
                 "not a deadlock: no NCCL watchdog timeout"
-                + (f", {core} shared-memory wait(s) from the engine core" if core else ", no engine-core shared-memory waits")
-                + (f", {stalls} stalled stats interval(s)" if stalls else "")
+                + (f", {core} shared-memory wait{'s' * (core != 1)} from the engine core" if core
+                   else ", no engine-core shared-memory waits")
+                + (f", {stalls} stalled stats interval{'s' * (stalls != 1)}" if stalls else "")
             )
     if kind is not Kind.SLOW and kind in (Kind.DEADLOCKED, Kind.CRASHED):
         dump = facts.last_crash_dump

@@ -11,6 +11,7 @@ from engdiag.analysis.facts import Facts
 from engdiag.analysis.timeline import FATAL
 from engdiag.analysis.verdict import Evidence, Kind, MemoryKind, Role, Step, Verdict
 from engdiag.logs.events import Event, Signal
+from engdiag.timeouts.advice import agree, recommendation
 
 CONSEQUENCES = FATAL | {
     Signal.SHUTDOWN,
@@ -37,6 +38,8 @@ def evidence(event: Event, role: Role, note: str = "") -> Evidence:
         text=event.text,
         role=role,
         note=note,
+        year=event.stamp.calendar if event.stamp is not None else None,
+        inherited_time=event.inherited_time and event.stamp is not None,
     )
 
 
@@ -110,7 +113,8 @@ class Draft:
         return notes
 
     def done(self) -> Verdict:
-        steps = list(self.steps)
+        # a knob this rule names gets the one recommender's value for the same log
+        steps = agree(list(self.steps), lambda: recommendation(self.facts.t, self.kind.value, self.facts.model))
         if self.generic_steps:
             seen = {(s.text, s.command) for s in steps}
             for generic in next_steps(self.facts, self.kind, self.sub_kind, self.root):

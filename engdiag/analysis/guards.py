@@ -91,7 +91,7 @@ def _guard_for(facts: Facts, event: Event) -> Guard:
                      ENGINE_READY.name, *where)
     if signal is Signal.COMM_TIMEOUT and data.guard == "gloo":
         return Guard(f"{data.call} timeout", "PyTorch (gloo)", limit, origin,
-                     "a CPU-side collective between ranks", "--cpu-distributed-timeout-seconds (0.32+)", *where)
+                     "a CPU-side collective between ranks", "--cpu-distributed-timeout-seconds (0.22+)", *where)
     if signal is Signal.COMM_TIMEOUT and data.guard == "hccl":
         return Guard("HCCL notify-wait timeout", "Ascend HCCL", None, "HCCL_EXEC_TIMEOUT (1836 s default)",
                      data.call or "a collective between NPUs", "HCCL_EXEC_TIMEOUT", *where)

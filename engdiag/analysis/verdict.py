@@ -56,6 +56,10 @@ class Evidence:
     text: str
     role: Role
     note: str = ""
+    year: int | None = None
+    """The calendar year of ``time`` when the input printed one (kubectl's stamp)."""
+    inherited_time: bool = False
+    """``time`` is the previous line's: this line had no readable time of its own (none, or an impossible one)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -68,7 +68,7 @@ def _gather(logs: list[str], metrics: str | None, prompt_lens: str | None, promp
         parts.append(parse_metrics(fetch_metrics(metrics), metrics))
     if logs:
         analysis = analyze(logs, window=window) if window is not None else analyze(logs)
-        parts.append(from_timeline(analysis.timeline, analysis.verdict.kind.value))
+        parts.append(from_timeline(analysis.timeline, analysis.verdict.kind.value, analysis.model))
     return merge(*parts)
 
 

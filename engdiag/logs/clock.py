@@ -53,9 +53,9 @@ class Clock:
             if key < self._last - ROLLOVER:
                 self.year += 1
             elif key > self._last + ROLLOVER:
-                return Stamp(stamp.month, stamp.day, stamp.second, self.year - 1)
+                return Stamp(stamp.month, stamp.day, stamp.second, self.year - 1, stamp.calendar)
         self._last = key
-        return Stamp(stamp.month, stamp.day, stamp.second, self.year)
+        return Stamp(stamp.month, stamp.day, stamp.second, self.year, stamp.calendar)
 
     def settle(self, stamp: Stamp) -> Stamp:
         """Year offset for a stamp seen outside the event order, without moving the clock."""
@@ -66,7 +66,7 @@ class Clock:
                 year += 1
             elif key > self._last + ROLLOVER:
                 year -= 1
-        return Stamp(stamp.month, stamp.day, stamp.second, year)
+        return Stamp(stamp.month, stamp.day, stamp.second, year, stamp.calendar)
 
 
 def base_years(first_stamps: Sequence[Stamp | None]) -> list[int]:

@@ -9,7 +9,7 @@ Event text is already redacted: prompts never reach this layer.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 
 from engdiag.roles import Ranks, Role, ranks_of, role_of
@@ -106,6 +106,9 @@ class Stamp:
     day: int
     second: int
     year: int = 0
+    calendar: int | None = field(default=None, compare=False)
+    """The calendar year, when the input printed one next to the time (kubectl's RFC 3339 stamp, a
+    ``[YYYY-MM-DD ...]`` wrapper); not part of the time's identity, so it never splits a record."""
 
     @property
     def key(self) -> int:
@@ -122,6 +125,11 @@ class Stamp:
         hours, rest = divmod(self.second, 3600)
         minutes, seconds = divmod(rest, 60)
         return f"{self.month:02d}-{self.day:02d} {hours:02d}:{minutes:02d}:{seconds:02d}"
+
+    @property
+    def dated(self) -> str:
+        """``YYYY-MM-DD HH:MM:SS`` when the input gave the year, else the time as printed."""
+        return f"{self.calendar}-{self.text}" if self.calendar is not None else self.text
 
 
 @dataclass(frozen=True, slots=True)

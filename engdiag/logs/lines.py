@@ -130,18 +130,39 @@ class Piece:
 _DAYS = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 
 
-def make_stamp(month: int, day: int, hours: int, minutes: int, seconds: int) -> Stamp | None:
+def make_stamp(
+    month: int, day: int, hours: int, minutes: int, seconds: int, calendar: int | None = None
+) -> Stamp | None:
     """The one place a time of day becomes a Stamp, for every line shape and scanner backend.
 
     An impossible time (02-30, 25:61:61) is no time: the record is placed at the previous one's.
+    ``calendar`` is the year when the input printed one (kubectl's stamp): output then shows it.
     """
     if not (1 <= month <= 12 and 1 <= day <= _DAYS[month - 1] and hours < 24 and minutes < 60 and seconds < 61):
         return None
-    return Stamp(month, day, hours * 3600 + minutes * 60 + min(seconds, 59))
+    return Stamp(month, day, hours * 3600 + minutes * 60 + min(seconds, 59), 0, calendar)
 
 
-def _stamp(match: re.Match[str]) -> Stamp | None:
-    return make_stamp(int(match["mo"]), int(match["d"]), int(match["h"]), int(match["mi"]), int(match["s"]))
+def kube_year(kube_ts: str | None, month: int) -> int | None:
+    """The year of a line's own time, from kubectl's RFC 3339 stamp (``2024-05-01T14:38:18.434Z``).
+
+    kubectl prints UTC, vLLM local time: around New Year the two can straddle it
+    (``2025-01-01T01:00Z`` before a local ``12-31 20:00``), so December against January moves a year.
+    """
+    if kube_ts is None:
+        return None
+    year, kube_month = int(kube_ts[:4]), int(kube_ts[5:7])
+    if kube_month == 1 and month == 12:
+        return year - 1
+    if kube_month == 12 and month == 1:
+        return year + 1
+    return year
+
+
+def _stamp(match: re.Match[str], kube_ts: str | None = None) -> Stamp | None:
+    month = int(match["mo"])
+    return make_stamp(month, int(match["d"]), int(match["h"]), int(match["mi"]), int(match["s"]),
+                      kube_year(kube_ts, month))
 
 
 def _one_tag(text: str) -> tuple[Proc | None, str]:
@@ -190,7 +211,7 @@ def _parse(
             msg=rest[match.end() :],
             proc=proc,
             level=match["level"],
-            stamp=_stamp(match),
+            stamp=_stamp(match, kube_ts),
             fileinfo=f"{match['file']}:{match['fl']}",
             **common,
         )
@@ -216,7 +237,7 @@ def _parse(
             msg=rest[match.end() :],
             proc=proc,
             level=_GLOG_LEVELS[match["sev"]],
-            stamp=_stamp(match) if match["mo"] else None,
+            stamp=_stamp(match, kube_ts) if match["mo"] else None,
             fileinfo=f"{match['file']}:{match['fl']}",
             **common,
         )
@@ -319,7 +340,8 @@ def _outer_prefix(text: str) -> tuple[str, Stamp | None]:
     if text[:1].isdigit() and (match := _NS_EPOCH.match(text)) is not None:
         return text[match.end() :], None
     if text[:2] == "[2" and (match := _BRACKET_TS.match(text)) is not None:
-        return text[match.end() :], make_stamp(*(int(g) for g in match.groups()[1:]))
+        year, *rest = (int(g) for g in match.groups())
+        return text[match.end() :], make_stamp(*rest, calendar=year)
     if text[:3] in _MONTHS and (match := _PLATFORM.match(text)) is not None:
         stamp = make_stamp(_MONTHS.index(match["mon"]) + 1, int(match["d"]), int(match["h"]), int(match["mi"]),
                            int(match["s"]))

@@ -139,7 +139,7 @@ class LineScanner:
         summary = self.summary
         if self._raw_first is not None:
             first = self._raw_first
-            summary.first = Stamp(first.month, first.day, first.second, self._base_year)
+            summary.first = Stamp(first.month, first.day, first.second, self._base_year, first.calendar)
         if self._raw_last is not None:
             summary.last = self._clock.settle(self._raw_last)
         summary.last_seen = {

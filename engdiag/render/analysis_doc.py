@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -9,7 +10,7 @@ from engdiag.analysis.analyze import Analysis
 from engdiag.analysis.model import Model
 from engdiag.analysis.timeline import Timeline
 from engdiag.logs.events import CudaOom, Memory, Phase, Preemption, Signal
-from engdiag.render.common import envelope, event_doc, verdict_doc
+from engdiag.render.common import envelope, event_doc, single_year, verdict_doc, year_at
 
 SERIES_POINTS = 60
 """Stats intervals kept in the throughput / KV series (the run-up to the incident)."""
@@ -25,6 +26,7 @@ def _processes(timeline: Timeline) -> list[dict[str, Any]]:
             "last_source": row.source,
             "last_line": row.line,
             "last_time": row.stamp.text if row.stamp is not None else None,
+            "last_year": row.stamp.calendar if row.stamp is not None else None,
         }
         for row in timeline.proc_last
     ]
@@ -105,7 +107,7 @@ def _phases(timeline: Timeline) -> list[dict[str, Any]]:
     ]
 
 
-def _model(model: Model) -> dict[str, Any]:
+def _model(model: Model, year: Callable[[str, int], int | None], one_year: int | None) -> dict[str, Any]:
     """Activities, waits and the guard that fired: what the verdict was judged from."""
     guard = model.guard
     return {
@@ -114,6 +116,7 @@ def _model(model: Model) -> dict[str, Any]:
                 "name": a.name,
                 "process": a.process,
                 "start": a.start,
+                "start_year": one_year if a.start else None,
                 "seconds": a.seconds,
                 "advancing": a.advancing,
                 "finished": a.finished,
@@ -149,6 +152,7 @@ def _model(model: Model) -> dict[str, Any]:
             "source": guard.source,
             "line": guard.line,
             "time": guard.time,
+            "year": year(guard.source, guard.line) if guard.time else None,
         },
         "startup_seconds": model.startup_seconds,
     }
@@ -167,6 +171,8 @@ def analysis_doc(analysis: Analysis, generated_at: datetime | None = None) -> di
         "timeline": {
             "first_time": t.first_stamp.text if t.first_stamp else None,
             "last_time": t.last_stamp.text if t.last_stamp else None,
+            "first_year": t.first_stamp.calendar if t.first_stamp else None,
+            "last_year": t.last_stamp.calendar if t.last_stamp else None,
             "last_progress": event_doc(incident.last_progress),
             "first_anomaly": event_doc(incident.first_anomaly),
             "fatal": event_doc(incident.fatal),
@@ -184,7 +190,7 @@ def analysis_doc(analysis: Analysis, generated_at: datetime | None = None) -> di
             "chunked_prefill": config.chunked_prefill,
             "max_num_batched_tokens": config.max_num_batched_tokens,
         },
-        "model": _model(analysis.model),
+        "model": _model(analysis.model, year_at(analysis.timeline), single_year(analysis.timeline)),
         "startup_phases": _phases(t),
         "memory": _memory(t),
         "throughput": _series(t),

@@ -8,46 +8,47 @@ from rich.text import Text
 
 from engdiag.analysis.analyze import Analysis
 from engdiag.logs.events import CudaOom, Event, Memory, Signal
-from engdiag.render.common import inert, plural
-from engdiag.render.human import clip, evidence_table, heading, reasons, steps, verdict_line
+from engdiag.render.common import dated, inert, plural, single_year
+from engdiag.render.human import Labelled, Whole, clip, evidence_table, heading, reasons, steps, verdict_line
 from engdiag.render.spark import sparkline
 from engdiag.units import format_bytes, format_duration
 
 
-def _where(event: Event | None) -> Text:
+def _when(event: Event) -> str:
+    """The event's time with its year when known; marked when it is the previous line's (none of its own,
+    or an impossible one)."""
+    if event.stamp is None:
+        return ""
+    return f"≈ {event.stamp.dated} (no time of its own)" if event.inherited_time else event.stamp.dated
+
+
+def _where(event: Event | None) -> RenderableType:
     if event is None:
         return Text("—")
-    text = Text()
-    if event.stamp:
-        # no readable time of its own (none printed, or an impossible one): placed at the previous line's
-        text.append(f"≈ {event.stamp.text} (no time of its own)  " if event.inherited_time else f"{event.stamp.text}  ")
-    text.append(f"{inert(event.source)}:{event.line}", style="blue")
-    text.append(f"\n{clip(event.text, 160)}", style="dim")
-    return text
+    return Group(Whole((_when(event), ""), (f"{inert(event.source)}:{event.line}", "blue")),
+                 Text(clip(event.text, 160), style="dim"))
 
 
 def _timeline(analysis: Analysis) -> RenderableType:
     t = analysis.timeline
     incident = analysis.incident
-    table = Table.grid(padding=(0, 2))
-    table.add_column(no_wrap=True, style="bold")
-    table.add_column(overflow="fold")
-    span = f"{t.first_stamp.text} → {t.last_stamp.text}" if t.first_stamp and t.last_stamp else "no timestamps"
+    rows: list[tuple[str, RenderableType]] = []
+    span = f"{t.first_stamp.dated} → {t.last_stamp.dated}" if t.first_stamp and t.last_stamp else "no timestamps"
     lines = sum(i.lines for i in analysis.inputs)
-    table.add_row("log span", f"{span}  ({plural(lines, 'line')}, {plural(len(analysis.inputs), 'input')})")
-    table.add_row("last progress", _where(incident.last_progress))
-    table.add_row("first anomaly", _where(incident.first_anomaly))
+    rows.append(("log span", f"{span}  ({plural(lines, 'line')}, {plural(len(analysis.inputs), 'input')})"))
+    rows.append(("last progress", _where(incident.last_progress)))
+    rows.append(("first anomaly", _where(incident.first_anomaly)))
     same = incident.fatal is not None and incident.fatal is incident.first_anomaly
-    table.add_row("fatal", Text("the first anomaly") if same else _where(incident.fatal))
+    rows.append(("fatal", Text("the first anomaly") if same else _where(incident.fatal)))
     if incident.no_progress_seconds is not None:
         lower = incident.fatal is not None and incident.fatal.inherited_time
-        table.add_row("no progress for", ("≥ " if lower else "") + format_duration(incident.no_progress_seconds)
-                      + (" (the fatal line has no readable time of its own)" if lower else ""))
+        rows.append(("no progress for", ("≥ " if lower else "") + format_duration(incident.no_progress_seconds)
+                     + (" (the fatal line has no readable time of its own)" if lower else "")))
     silent = [row for row in t.proc_last if row.stamp is not None]
     if len(silent) > 1:
-        names = ", ".join(f"{row.proc.label} {row.stamp.text}" for row in silent[:6] if row.stamp)
-        table.add_row("last line per process", names + (" …" if len(silent) > 6 else ""))
-    return table
+        names = ", ".join(f"{row.proc.label} {row.stamp.dated}" for row in silent[:6] if row.stamp)
+        rows.append(("last line per process", names + (" …" if len(silent) > 6 else "")))
+    return Labelled(rows)
 
 
 def _memory(analysis: Analysis) -> RenderableType | None:
@@ -115,13 +116,14 @@ def _activities(analysis: Analysis) -> RenderableType | None:
     model = analysis.model
     if not model.activities:
         return None
+    year = single_year(analysis.timeline)
     table = Table(box=None, padding=(0, 1), show_edge=False)
     for column in ("phase", "start", "took", "state", "detail"):
         table.add_column(column, overflow="fold", no_wrap=column in ("start", "took"))
     for a in model.activities:
         state = "advancing" if a.advancing else ("finished" if a.finished else "stopped")
         style = "yellow" if a.advancing else ("green" if a.finished else "")
-        table.add_row(a.name, a.start or "—", _seconds(a.seconds), Text(state, style=style), clip(a.detail, 90))
+        table.add_row(a.name, dated(a.start, year) or "—", _seconds(a.seconds), Text(state, style=style), clip(a.detail, 90))
     if model.startup_seconds:
         return Group(table, Text(f"start-up so far: {_seconds(model.startup_seconds)}", style="dim"))
     return table
@@ -149,16 +151,14 @@ def _guard(analysis: Analysis) -> RenderableType | None:
     if g is None:
         return None
     limit = f"{g.limit_s:g} s ({g.limit_origin})" if g.limit_s is not None else f"not printed — {g.limit_origin}"
-    table = Table.grid(padding=(0, 2))
-    table.add_column(no_wrap=True, style="bold")
-    table.add_column(overflow="fold")
-    table.add_row("guard", f"{g.name} ({g.owner})")
-    table.add_row("limit", limit)
-    table.add_row("guarded", g.guarded)
+    rows: list[tuple[str, RenderableType]] = [("guard", f"{g.name} ({g.owner})"), ("limit", limit),
+                                               ("guarded", g.guarded)]
     if g.knob:
-        table.add_row("knob", g.knob)
-    table.add_row("fired", f"{(g.time + '  ') if g.time else ''}{g.source}:{g.line}")
-    return table
+        rows.append(("knob", g.knob))
+    fired = next((e for e in analysis.timeline.events if e.line == g.line and e.source == g.source), None)
+    rows.append(("fired", Whole((_when(fired) if fired is not None else g.time or "", ""),
+                                (f"{inert(g.source)}:{g.line}", "blue"))))
+    return Labelled(rows)
 
 
 def analysis_view(analysis: Analysis) -> RenderableType:

@@ -7,13 +7,17 @@ field cannot change the published schema (docs/json-schema.md).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engdiag import __version__
 from engdiag.analysis.verdict import Evidence, Verdict
 from engdiag.logs.events import Event
 from engdiag.render.jsonout import SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    from engdiag.analysis.timeline import Timeline
 
 
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
@@ -75,6 +79,7 @@ def event_doc(event: Event | None) -> dict[str, Any] | None:
         "source": event.source,
         "line": event.line,
         "time": event.stamp.text if event.stamp is not None else None,
+        "year": event.stamp.calendar if event.stamp is not None else None,
         "inherited_time": event.inherited_time,
         "process": None
         if proc is None
@@ -84,11 +89,43 @@ def event_doc(event: Event | None) -> dict[str, Any] | None:
     }
 
 
+def year_at(timeline: Timeline) -> Callable[[str, int], int | None]:
+    """The calendar year of the line at ``source:line`` (the guard that fired keeps its time as text), when
+    the input printed years; without them no index is built."""
+    first, last = timeline.first_stamp, timeline.last_stamp
+    if (first is None or first.calendar is None) and (last is None or last.calendar is None):
+        return lambda source, line: None
+    index = {(e.source, e.line): e.stamp.calendar for e in timeline.events if e.stamp is not None}
+    return lambda source, line: index.get((source, line))
+
+
+def single_year(timeline: Timeline) -> int | None:
+    """The year of every time in the logs, when the input printed it and the logs stay within one year
+    (then a time kept as text — a phase's start — takes it too)."""
+    first, last = timeline.first_stamp, timeline.last_stamp
+    if first is None or last is None or first.calendar is None or first.calendar != last.calendar:
+        return None
+    return first.calendar
+
+
+def dated(time: str | None, year: int | None) -> str:
+    """``MM-DD HH:MM:SS`` with its year in front when known."""
+    return "" if not time else (f"{year}-{time}" if year is not None else time)
+
+
+def evidence_time(item: Evidence) -> str:
+    """An evidence line's time for people: with its year when the input gave one, marked when borrowed."""
+    time = dated(item.time, item.year)
+    return f"≈ {time} (no time of its own)" if time and item.inherited_time else time
+
+
 def evidence_doc(item: Evidence) -> dict[str, Any]:
     return {
         "source": item.source,
         "line": item.line,
         "time": item.time,
+        "year": item.year,
+        "inherited_time": item.inherited_time,
         "signal": item.signal,
         "role": item.role.value,
         "text": item.text,

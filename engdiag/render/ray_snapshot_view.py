@@ -6,6 +6,7 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 from rich.tree import Tree
 
+from engdiag.render.common import plural
 from engdiag.render.human import evidence_table, heading, reasons, steps, verdict_line
 from engdiag.render.snapshot_view import _process_node
 from engdiag.snapshot.ray_capture import RayProcess, RaySnapshot
@@ -28,9 +29,10 @@ def _label(process: RayProcess) -> Text:
 
 
 def _nodes(snapshot: RaySnapshot) -> Tree:
-    root = Tree(Text(f"Ray {snapshot.ray_version or '?'} at {snapshot.address}: {len(snapshot.processes)} process(es) on "
-                     f"{len({p.target.node_id or p.target.node_ip for p in snapshot.processes})} node(s), "
-                     f"{snapshot.options.samples} sample(s) {snapshot.options.interval_s:g} s apart", style="bold"))
+    nodes = len({p.target.node_id or p.target.node_ip for p in snapshot.processes})
+    root = Tree(Text(f"Ray {snapshot.ray_version or '?'} at {snapshot.address}: "
+                     f"{plural(len(snapshot.processes), 'process', 'processes')} on {plural(nodes, 'node')}, "
+                     f"{plural(snapshot.options.samples, 'sample')} {snapshot.options.interval_s:g} s apart", style="bold"))
     names = {n.node_id: n for n in snapshot.nodes}
     by_node: dict[str, list[RayProcess]] = {}
     for process in snapshot.processes:

@@ -7,6 +7,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
+from engdiag.render.common import plural
 from engdiag.render.human import clip, evidence_table, heading, reasons, steps, verdict_line
 from engdiag.snapshot.capture import Snapshot
 from engdiag.snapshot.model import IDLE_POLLING, Motion, NvmlState, ProcessReport, ThreadReport
@@ -107,8 +108,8 @@ def _pauses(snapshot: Snapshot) -> str:
 def snapshot_view(snapshot: Snapshot) -> RenderableType:
     """Verdict first, then the process tree, GPUs, reasons and next steps."""
     verdict = snapshot.verdict
-    root = Tree(Text(f"tree of pid {snapshot.root_pid}: {len(snapshot.processes)} process(es), "
-                     f"{snapshot.options.samples} sample(s) {snapshot.options.interval_s:g} s apart"
+    root = Tree(Text(f"tree of pid {snapshot.root_pid}: {plural(len(snapshot.processes), 'process', 'processes')}, "
+                     f"{plural(snapshot.options.samples, 'sample')} {snapshot.options.interval_s:g} s apart"
                      f"{_pauses(snapshot)}", style="bold"))
     for report in snapshot.processes:
         root.add(_process_node(report))

@@ -83,6 +83,7 @@ def timeout_doc(rec: Recommendation, generated_at: datetime | None = None) -> di
             "startup_s": obs.startup_s.value if obs.startup_s else None,
             "verdict": obs.verdict,
             "platforms": sorted(p.value for p in obs.platforms),
+            "platform_evidence": list(obs.platform_proof),
             "killed": None if obs.killed is None else {
                 "name": obs.killed.knob.name, "limit_s": obs.killed.limit_s, "limit_source": obs.killed.limit_source,
                 "stall_s": obs.killed.stall_s, "where": obs.killed.where, "progressing": obs.killed.progressing,

@@ -11,12 +11,16 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from engdiag.analysis.timeline import Gap, Timeline, is_progress
 from engdiag.logs.events import Event, Phase, Progress, ScheduledTokens, Signal, Timeout
 from engdiag.quantile import nearest_rank
 from engdiag.timeouts import knobs as k
 from engdiag.timeouts.knobs import Engine, Platform, Version, default_engine, parse_version
+
+if TYPE_CHECKING:
+    from engdiag.analysis.model import Model
 
 V0_RPC_CALLS = frozenset({"RPCServer", "MQLLMEngine", "Server"})
 """Callers of V0's frontend RPC timeout; any other ``RPC call to X timed out`` is a V1 worker step."""
@@ -67,6 +71,10 @@ class Observations:
     step_tokens_seen: int | None = None
     """The largest step the log shows (vLLM's crash dump of the last scheduled batch)."""
     platforms: frozenset[Platform] = frozenset()
+    platform_proof: tuple[str, ...] = ()
+    """How each platform was detected in the log (``Kubernetes: a liveness probe failed (file:line)``)."""
+    outside_fired: frozenset[str] = frozenset()
+    """Guards outside vLLM that fired in the log (``ray-serve-health``, ``k8s-probe``)."""
     verdict: str | None = None
     """analyze's verdict on the same log (slow, deadlocked...), when the input was a log."""
 
@@ -110,7 +118,7 @@ def _tqdm_total(text: str) -> float | None:
     return float(h1 * 3600 + m1 * 60 + s1 + h2 * 3600 + m2 * 60 + s2)
 
 
-def _startup(timeline: Timeline) -> Figure | None:
+def _startup(timeline: Timeline, model: Model | None = None) -> Figure | None:
     phases = {e.data.name: e for e in timeline.of(Signal.STARTUP_PHASE) if isinstance(e.data, Phase)}
     summed = sum(
         e.data.seconds or 0  # type: ignore[union-attr]
@@ -134,6 +142,14 @@ def _startup(timeline: Timeline) -> Figure | None:
         (spanned or 0, "first line to server ready in the log"),
         (projected or 0, "weight loading projected from its progress bar"),
     ]
+    if model is not None:
+        # analyze's start-up phases (a torch.compile or warm-up that timed itself): the same figure analyze cites
+        longest = max((a for a in model.activities if a.startup and a.seconds), key=lambda a: a.seconds or 0,
+                      default=None)
+        if model.startup_seconds:
+            candidates.append((model.startup_seconds, "launch to serving in analyze's start-up phases"))
+        if longest is not None and longest.seconds:
+            candidates.append((longest.seconds, f"the {longest.name} phase ({longest.source}:{longest.line})"))
     value, source = max(candidates)
     return Figure(value, source) if value > 0 else None
 
@@ -174,17 +190,47 @@ def _killed(timeline: Timeline, engine: Engine | None, version: Version | None, 
                   f"{fired.source}:{fired.line}", progressing)
 
 
-def _platforms(timeline: Timeline) -> frozenset[Platform]:
-    """Ray shows in its worker process names and in vLLM's compiled-graph line."""
+_POD_PREFIX = re.compile(r"\[pod/([\w.-]+)/[\w.-]+\] ")
+"""``kubectl logs --prefix``: ``[pod/NAME/CONTAINER] `` before each line."""
+
+
+def _outside_fired(timeline: Timeline) -> frozenset[str]:
+    return frozenset(e.data.guard for e in timeline.of(Signal.EXTERNAL_GUARD)
+                     if isinstance(e.data, Timeout) and e.data.guard)
+
+
+def _platforms(timeline: Timeline) -> dict[Platform, str]:
+    """The platforms the log proves, each with the first line that proves it.
+
+    Ray: its worker process names, vLLM's compiled-graph line, a Ray Serve health
+    check.  Kubernetes: a kubelet probe failure, or ``kubectl logs --prefix``'s
+    ``[pod/NAME/CONTAINER]``.  kubectl's RFC 3339 stamps alone prove nothing (any
+    tool adds them), and neither does a host name.
+    """
+    found: dict[Platform, str] = {}
     for event in timeline.events:
+        where = f"{event.source}:{event.line}"
         name = event.proc.name if event.proc is not None else ""
-        if name.startswith("Ray") or "RAY_CGRAPH" in event.text:
-            return frozenset({Platform.RAY})
-    return frozenset()
+        guard = event.data.guard if isinstance(event.data, Timeout) else None
+        if Platform.RAY not in found:
+            if name.startswith("Ray"):
+                found[Platform.RAY] = f"Ray: a Ray worker process ({name}) at {where}"
+            elif "RAY_CGRAPH" in event.text or guard == "ray-cgraph":
+                found[Platform.RAY] = f"Ray: the Ray executor's compiled graph at {where}"
+            elif guard == "ray-serve-health":
+                found[Platform.RAY] = f"Ray: a Ray Serve health check at {where}"
+        if Platform.K8S not in found:
+            if guard == "k8s-probe":
+                found[Platform.K8S] = f"Kubernetes: the kubelet's {event.data.call} failed at {where}"  # type: ignore[union-attr]
+            elif (pod := _POD_PREFIX.search(event.text[:200])) is not None:
+                found[Platform.K8S] = f"Kubernetes: kubectl logs --prefix names pod {pod.group(1)} at {where}"
+        if len(found) == 2:
+            break
+    return found
 
 
-def from_timeline(timeline: Timeline, verdict: str | None = None) -> Observations:
-    """Observations from an analysed log (``verdict``: analyze's verdict kind on it, when known)."""
+def from_timeline(timeline: Timeline, verdict: str | None = None, model: Model | None = None) -> Observations:
+    """Observations from an analysed log (``verdict``, ``model``: analyze's verdict kind and incident model)."""
     version = parse_version(timeline.version.version) if timeline.version else None
     engine_name = timeline.version.engine if timeline.version else None
     engine = Engine(engine_name) if engine_name in ("V0", "V1") else default_engine(version)
@@ -196,13 +242,14 @@ def from_timeline(timeline: Timeline, verdict: str | None = None) -> Observation
         for e in timeline.of(Signal.RPC_TIMEOUT, Signal.ITERATION_TIMEOUT, Signal.ENGINE_READY_TIMEOUT, Signal.HEARTBEAT_LOST)
     )
     prompts = timeline.prompt_lengths
+    platforms = _platforms(timeline)
     return Observations(
         prompt_lengths=dict(timeline.prompt_histogram),
         prompt_sources=(f"log ({prompts.count} prompt lengths)",) if prompts.count else (),
         lower_bound=prompts.lower_bound,
         prefill_tps=_prefill_rate(timeline),
         decode_tps=Figure(decode, "p25 of generation throughput per running request") if decode else None,
-        startup_s=_startup(timeline),
+        startup_s=_startup(timeline, model),
         longest_gap=load.longest_gap,
         version=version,
         engine=engine,
@@ -216,7 +263,9 @@ def from_timeline(timeline: Timeline, verdict: str | None = None) -> Observation
             (e.data.total for e in timeline.of(Signal.SCHEDULED_TOKENS) if isinstance(e.data, ScheduledTokens)),
             default=None,
         ),
-        platforms=_platforms(timeline),
+        platforms=frozenset(platforms),
+        platform_proof=tuple(platforms.values()),
+        outside_fired=_outside_fired(timeline),
         verdict=verdict,
     )
 
@@ -239,6 +288,8 @@ def merge(*parts: Observations) -> Observations:
             lower_bound=merged.lower_bound or part.lower_bound,
             fired=merged.fired + part.fired,
             platforms=merged.platforms | part.platforms,
+            platform_proof=merged.platform_proof + part.platform_proof,
+            outside_fired=merged.outside_fired | part.outside_fired,
             **{
                 name: getattr(merged, name) if getattr(merged, name) is not None else getattr(part, name)
                 for name in (

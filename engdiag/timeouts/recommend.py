@@ -177,9 +177,10 @@ def _setup(obs: Observations, options: Options) -> Setup:
 
 def _proves_something(obs: Observations, options: Options) -> bool:
     """Without a throughput, only these size a timeout (prompt lengths alone cannot); a version or a
-    platform at least says which knobs exist, each at its floor."""
+    platform at least says which knobs exist, each at its floor; a log analyze judged deadlocked needs
+    the capture value (the one number analyze prints for it)."""
     return bool(obs.killed or obs.startup_s or obs.longest_gap or obs.version or obs.platforms
-                or options.vllm_version or options.platforms)
+                or options.vllm_version or options.platforms or obs.verdict == "deadlocked")
 
 
 def step_bounds(obs: Observations, policy: Policy, options: Options, setup: Setup,
@@ -195,7 +196,7 @@ def step_bounds(obs: Observations, policy: Policy, options: Options, setup: Setu
     if killed is not None and killed.knob in (k.EXECUTE_MODEL, k.ITERATION) and killed.progressing:
         stall = max(killed.limit_s, killed.stall_s or 0)
         bounds.append(Bound(stall * policy.factor,
-                            f"the {killed.limit_s:g} s limit killed a step that was still working ({killed.where}); "
+                            f"the {killed.limit_s:g} s limit that killed a step still working ({killed.where}); "
                             f"{stall:g} s × {policy.factor:g}"))
     gap = obs.longest_gap
     if gap is not None:
@@ -204,7 +205,10 @@ def step_bounds(obs: Observations, policy: Policy, options: Options, setup: Setu
                             f"× {policy.factor:g}"))
     default = STEP_DEFAULT_S.get(setup.engine or k.Engine.V1, 300.0)
     if not options.allow_lower:
-        bounds.append(Bound(default, f"vLLM's default {default:g} s (pass --allow-lower to go below it)"))
+        knob = k.ITERATION if setup.engine is k.Engine.V0 else k.EXECUTE_MODEL
+        unknown = " (engine unknown: the larger of V1's and V0's step defaults)" if setup.engine is None else ""
+        bounds.append(Bound(default, f"vLLM's default {default:g} s for {knob.name}{unknown} "
+                                     "(pass --allow-lower to go below it)"))
     return bounds
 
 
@@ -241,6 +245,12 @@ def recommend(obs: Observations, policy: Policy = Policy(), options: Options = O
             f"the {killed.limit_s:g} s limit that fired ({killed.where}) ended work that was not progressing "
             f"(analyze: {obs.verdict}): raising it only delays the same failure — capture the hang instead"
         )
+    elif killed is None and obs.verdict == "deadlocked":
+        notes.append(
+            "analyze judged this log deadlocked: no timeout fixes a hang — keep vLLM's defaults, and to capture "
+            "the next one raise the step timeout temporarily to the capture value, then run engdiag snapshot"
+        )
+    notes.extend(f"detected in the log — {proof}" for proof in obs.platform_proof)
     if obs.lower_bound:
         notes.append("some prompt lengths are lower bounds (truncated in the log, or past the last histogram bucket)")
     prompt = quantile if quantile is not None else max(setup.batched, obs.step_tokens_seen or 0)

@@ -24,6 +24,8 @@ from engdiag.timeouts.recommend import (
 
 PROBE_PERIOD_S = 10
 GLOO_DEFAULT_S = 1800
+RAY_SERVE_HEALTH_S = 600
+"""Ray Serve's health-check timeout once the log shows it restarting a busy replica (its default is 30 s)."""
 
 
 def exists(knob: k.Knob, setup: Setup) -> bool | None:
@@ -42,7 +44,9 @@ def missing(knob: k.Knob, setup: Setup) -> Setting:
 
 
 def _inert(knob: k.Knob, setup: Setup) -> Setting | None:
-    """From ``inert_from`` on vLLM still reads the variable, but nothing waits on it."""
+    """From ``inert_from`` on vLLM still reads the variable, but nothing waits on it (until it is removed)."""
+    if setup.version is not None and not knob.exists_in(setup.version, None):  # gone from envs.py altogether
+        return missing(knob, setup)
     if knob.guards_in(setup.version) is False:
         return Setting(knob, None, False, f"still read by vLLM {k.format_version(setup.version)} (it exists in "
                        f"{knob.versions()}) but guards nothing from {k.format_version(knob.inert_from)} on: "
@@ -110,7 +114,7 @@ def _ready(obs: Observations, policy: Policy, setup: Setup) -> Setting:
     if not observed:
         return Setting(knob, None, present, "no start-up in the inputs: keep the default, or pass a log from launch")
     value = str(ceil_to(max(STARTUP_FLOOR_S, observed * policy.factor), 60))
-    source = (f"the {killed.limit_s:g} s limit killed a start-up that was still working ({killed.where})"
+    source = (f"the {killed.limit_s:g} s limit that killed a start-up still working ({killed.where})"
               if killed is not None else f"start-up took {observed:.0f} s ({obs.startup_s.source})")  # type: ignore[union-attr]
     return Setting(knob, value, present, f"{source}; {observed:.0f} s × {policy.factor:g}, at least 600 s")
 
@@ -183,9 +187,17 @@ def _outside(obs: Observations, setup: Setup, step_value: str) -> list[Setting]:
             out.append(Setting(knob, step_value, exists(knob, setup),
                                "the Ray executor's compiled graph kills a step that outlasts it: keep it equal to the "
                                "step timeout (set it before vLLM starts; vLLM only sets get_timeout if unset)"))
-        out.append(Setting(k.RAY_SERVE_HEALTH, None, True,
-                           "vLLM's check_health answers from the engine's state without waiting for a step: the "
-                           "defaults do not kill a slow step; raise it only if replicas restart during long steps"))
+        if "ray-serve-health" in obs.outside_fired:
+            value = max(RAY_SERVE_HEALTH_S, int(step_value))
+            out.append(Setting(k.RAY_SERVE_HEALTH, str(value), True,
+                               "the log shows Ray Serve restarting a replica that failed its health check: a busy "
+                               "engine (a V0 engine loop, a long step) answers late, so give the check at least the "
+                               f"step timeout and probe less often — in the deployment's code: @serve.deployment("
+                               f"health_check_timeout_s={value}, health_check_period_s=30)"))
+        else:
+            out.append(Setting(k.RAY_SERVE_HEALTH, None, True,
+                               "vLLM's check_health answers from the engine's state without waiting for a step: the "
+                               "defaults do not kill a slow step; raise it only if replicas restart during long steps"))
     if k.Platform.K8S in setup.platforms:
         failures = probe_failures(float(step_value))
         out.append(Setting(k.K8S_PROBE, f"periodSeconds {PROBE_PERIOD_S}, failureThreshold {failures}, timeoutSeconds 5",
