@@ -23,11 +23,14 @@ from engdiag import synth
 from engdiag.analysis.timeline import TimelineBuilder
 from engdiag.logs import bulk
 from engdiag.logs.engines import ENV, active_backend
+from engdiag.logs.hotscan import native
 from engdiag.logs.inputs import MAX_LINE_BYTES, expand
 from engdiag.logs.source import scan_input
 from tests.conftest import CORPUS, run_engdiag, write_log
 
 BULK = ["python"]
+if native() is not None:
+    BULK.append("native")
 try:
     import hyperscan  # noqa: F401
 
@@ -49,7 +52,7 @@ STYLES = {
 def _timeline(path, backend, monkeypatch):
     monkeypatch.setenv(ENV, backend)
     builder = TimelineBuilder()
-    summary = scan_input(expand([str(path)])[0], 0, 0, False, builder.add)
+    summary = scan_input(expand([str(path)])[0], 0, 0, False, builder.add, count=builder.count)
     return builder.build([summary])
 
 

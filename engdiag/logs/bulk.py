@@ -26,12 +26,19 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from itertools import accumulate
 from typing import BinaryIO
 
-from engdiag.logs.engines import Finder
+from engdiag.logs import counting
+from engdiag.logs.counting import COUNTABLE, Count, scan_window
+from engdiag.logs.engines import Finder, finder, literal_bytes, searches
 from engdiag.logs.events import Event, Proc
+from engdiag.logs.hotscan import HOT_LITERALS
+from engdiag.logs.windowscan import Searches
+
+TagSearch = Callable[[bytes], set[tuple[bytes, bytes, bytes, bytes]]]
 from engdiag.logs.inputs import MAX_LINE_BYTES, decode_line
 from engdiag.logs.lines import Piece, Shape, pieces
 from engdiag.logs.quick import hot_events, quick_piece
@@ -45,17 +52,6 @@ WINDOW_LINES = 1 << 16
 DENSE_SHARE = 8
 """A window with candidates on more than one line in this many is read line by line (planning would not pay)."""
 
-_ROLES = rb"(?:EngineCore|APIServer|ApiServer|VllmWorker|Worker|RayWorker)"
-_FALLBACK_CUES = (
-    re.compile(rb"\[rank[^\]\n]*\]:"),  # glog lines name their rank
-    re.compile(rb" NCCL "),  # NCCL lines name host, pid and device
-    re.compile(rb"(?:EngineCore|APIServer|ApiServer|VllmWorker|Worker)\S* (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) "),
-)
-"""Processes named where the bulk tag search cannot see them (one search each: an alternation is slow)."""
-_ROLE_TAG = re.compile(rb"\(" + _ROLES + rb"[^()\n]{0,250}\)")
-_ROLE_TAG_PID = re.compile(rb"\(" + _ROLES + rb"[^()\n]{0,250}? pid=\d+(?:, ip=[^)\s]*)?\)")
-_TAG = re.compile(rb"(\(([^()\n]{1,250}?) pid=(\d+)(?:, ip=([^)\s]*))?\))")
-"""Every process tag with a pid, and more (a superset: each is checked by the exact parser)."""
 _CLOCK = re.compile(rb":[^\n:]{2,8}:")
 """Every line with a time has this (``HH:MM:SS``, digits of any script): only such lines are parsed for one."""
 _CLOCK_SPAN = 10
@@ -112,12 +108,13 @@ def _by_lines(window: bytes) -> Iterator[tuple[bytes, list[bytes]]]:
 class _Window:
     """One window's lines, parsed lazily, and the plan of which to feed."""
 
-    def __init__(self, data: bytes, lines: list[bytes], first_line: int, before: Piece | None) -> None:
+    def __init__(self, data: bytes, lines: list[bytes], first_line: int, before: Piece | None,
+                 starts: Sequence[int] | None = None) -> None:
         self.data = data
         self.quick = _COLOUR.search(data) is None
         """No colour code anywhere: the common line shapes may take ``quick_piece``."""
         self.lines = lines
-        self.starts = [0, *accumulate(len(line) + 1 for line in lines[:-1])]
+        self.starts = [0, *accumulate(len(line) + 1 for line in lines[:-1])] if starts is None else starts
         self.first_line = first_line
         self.before = before
         self._pieces: dict[int, list[Piece]] = {}
@@ -183,10 +180,10 @@ class _Window:
         return None
 
 
-def _last_lines_of_procs(window: _Window, data: bytes, starts: list[int]) -> list[int]:
+def _last_lines_of_procs(window: _Window, data: bytes, starts: Sequence[int], tags: TagSearch) -> list[int]:
     """The last line of each process in the window (tags found in bulk, each confirmed by the parser)."""
     found: list[int] = []
-    for whole, name, pid, ip in set(_TAG.findall(data)):
+    for whole, name, pid, ip in tags(data):
         host = decode_line(ip) if b", ip=" in whole else None
         proc = Proc(decode_line(name).strip(), int(pid), host)
         end = len(data)
@@ -219,23 +216,21 @@ def _candidates(window: _Window, find: Finder) -> dict[int, set[int]]:
     return find(searched, [0, *accumulate(len(line) + 1 for line in searched.split(b"\n")[:-1])])
 
 
-def _sparse(window: _Window, candidates: dict[int, set[int]]) -> bool:
+def _sparse(window: _Window, candidates: dict[int, set[int]], cues: Callable[[bytes], bool]) -> bool:
     """Few enough candidates, and every process visible to the tag search: worth planning."""
-    data = window.data
     if len(candidates) * DENSE_SHARE > len(window.lines):
         return False
-    if any(cue.search(data) is not None for cue in _FALLBACK_CUES):
-        return False
-    return len(_ROLE_TAG.findall(data)) == len(_ROLE_TAG_PID.findall(data))  # role tags without a pid: unseen
+    return not cues(window.data)
 
 
 def _plan(
     window: _Window, candidates: dict[int, set[int]], first_window: bool, hot: dict[int, list[Event]] | None,
-    source: str,
+    source: str, tags: TagSearch, extra: Iterable[int] = (),
 ) -> list[int]:
     """Indices of the lines to feed, in order.
 
-    ``hot`` (when given) receives the events of the one-line records read without ``extract``.
+    ``hot`` (when given) receives the events of the one-line records read without ``extract``;
+    ``extra`` lines are fed too (with the line their time comes from).
     """
     lines, data, starts = window.lines, window.data, window.starts
     wanted: set[int] = set()
@@ -260,7 +255,7 @@ def _plan(
     if first_window:
         first = window.first_timed()
         add(0, 0 if first is None else first)
-    for index in _last_lines_of_procs(window, data, starts):
+    for index in [*_last_lines_of_procs(window, data, starts, tags), *extra]:
         add(index, index)
     add(last, last)
     return sorted(wanted)
@@ -307,39 +302,88 @@ def _feed_all(
             window.forget(index - 1)
 
 
+@dataclass(frozen=True)
+class Engine:
+    """What a bulk backend searches with: every literal, all but the hot ones, and the hot-line scan."""
+
+    find: Finder
+    find_rare: Finder
+    searches: Searches
+    numbers: dict[bytes, int]
+    """Hot literal → its number in ``literal_bytes()``."""
+
+
+def engine(backend: str) -> Engine:
+    """The search functions of a bulk backend (``native``, ``hyperscan`` or ``python``)."""
+    numbers = {literal: n for n, literal in enumerate(literal_bytes()) if literal in HOT_LITERALS}
+    return Engine(finder(backend), finder(backend, rare=True), searches(backend), numbers)
+
+
+def _feed(window: _Window, order: Iterable[int], known: dict[int, list[Event]], scanner: LineScanner,
+          sink: Callable[[Event], None]) -> None:
+    lineno = window.first_line
+    for index in order:
+        events = known.get(index)
+        if events is not None:
+            closed = scanner.feed_known(lineno + index, window.pieces(index)[0], events)
+        else:
+            closed = scanner.feed_pieces(lineno + index, window.pieces(index))
+        for event in closed:
+            sink(event)
+
+
+def _scan_window(window: _Window, first_window: bool, scanner: LineScanner, run: Engine,
+                 sink: Callable[[Event], None], count: Count | None) -> None:
+    """Feed one window: line by line if dense, else only the planned lines; hot lines counted when allowed."""
+    hot_events: dict[int, list[Event]] | None = None if scanner.show_prompts else {}
+    source = scanner.summary.name
+    hot = None
+    if count is not None and hot_events is not None and COUNTABLE:
+        hot = scan_window(window.data, run.searches.hot, scanner.last_stamp)
+    if hot is None:
+        found = _candidates(window, run.find)
+    else:
+        found = counting.candidates(_candidates(window, run.find_rare), hot, run.numbers)
+    if not _sparse(window, found, run.searches.cues):
+        if hot is not None:
+            found = counting.every_candidate(found, hot, run.numbers)
+        _feed_all(window, found, scanner, sink, hot_events is not None)
+        return
+    extra = hot.keep() if hot is not None else ()
+    plan = _plan(window, found, first_window, hot_events, source, run.searches.proc_tags, extra)
+    order = list(_with_gaps_closed(window, plan, window.before))
+    _feed(window, order, hot_events or {}, scanner, sink)
+    if hot is not None and count is not None:
+        signals, lengths = counting.counts(hot, order)
+        count(source, signals, lengths)
+
+
 def bulk_scan(
     stream: BinaryIO,
     scanner: LineScanner,
-    find: Finder,
+    backend: str,
     sink: Callable[[Event], None],
     *,
     first_line: int = 1,
     byte_limit: int | None = None,
     progress: Callable[[int], None] | None = None,
+    count: Count | None = None,
 ) -> None:
-    """Feed ``scanner`` what it needs of the stream to emit exactly the events of a full scan."""
+    """Feed ``scanner`` what it needs of the stream to emit exactly the events of a full scan.
+
+    With ``count`` (the timeline's counting entry point), plain request lines are
+    counted into it instead of being built as events (``engdiag.logs.counting``).
+    """
+    run = engine(backend)
     before: Piece | None = None
     lineno = first_line
     done = 0
     for number, (data, lines) in enumerate(windows(stream, byte_limit)):
-        window = _Window(data, lines, lineno, before)
-        hot: dict[int, list[Event]] | None = None if scanner.show_prompts else {}
-        candidates = _candidates(window, find)
-        if not _sparse(window, candidates):
-            _feed_all(window, candidates, scanner, sink, hot is not None)
-        else:
-            plan = _plan(window, candidates, number == 0 and first_line == 1, hot, scanner.summary.name)
-            known = hot or {}
-            for index in _with_gaps_closed(window, plan, before):
-                events = known.get(index)
-                if events is not None:
-                    closed = scanner.feed_known(lineno + index, window.pieces(index)[0], events)
-                else:
-                    closed = scanner.feed_pieces(lineno + index, window.pieces(index))
-                for event in closed:
-                    sink(event)
+        starts = memoryview(run.searches.line_starts(data)).cast("q")
+        window = _Window(data, lines, lineno, before, starts)
+        _scan_window(window, number == 0 and first_line == 1, scanner, run, sink, count)
         before = window.pieces(len(lines) - 1)[-1]
         lineno += len(lines)
-        done += sum(len(line) + 1 for line in lines)
+        done += len(data) + 1
         if progress is not None:
             progress(done)
