@@ -516,23 +516,46 @@ static PyObject *line_starts(PyObject *self, PyObject *arg) {
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
     const char *data = view.buf, *e = data + view.len;
     Buf out = {NULL, 0, 0, 8};
-    int64_t at = 0;
+    int64_t at = 0, longest = 0;
     int failed = push(&out, &at) < 0;
     for (const char *p = data; !failed && (p = memchr(p, '\n', (size_t)(e - p))) != NULL; p++) {
+        if (p - data - at > longest) longest = p - data - at;
         at = p + 1 - data;
         failed = push(&out, &at) < 0;
     }
-    PyObject *result = failed ? PyErr_NoMemory() : PyBytes_FromStringAndSize(out.data, out.len);
+    if (e - data - at > longest) longest = e - data - at;
+    PyObject *result = failed ? PyErr_NoMemory() : Py_BuildValue("(y#L)", out.data, out.len, (long long)longest);
     PyMem_Free(out.data);
     PyBuffer_Release(&view);
     return result;
+}
+
+/* \x1b\[[0-9;]*[A-Za-z] | \^\[\[[0-9;]*m | \[[0-9;]*[0-9]m anywhere (the colour codes lines.py strips). */
+static PyObject *colour(PyObject *self, PyObject *arg) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    const char *data = view.buf, *e = data + view.len;
+    int found = 0;
+    for (const char *p = data; !found && p < e && (p = memchr(p, '[', (size_t)(e - p))) != NULL; p++) {
+        const char *r = p + 1;
+        while (r < e && (is_digit(*r) || *r == ';')) r++;
+        if (r < e && *r == 'm' && r > p + 1 && is_digit(r[-1])) found = 1;
+        else if (p > data && p[-1] == '\x1b' && r < e && ((*r >= 'A' && *r <= 'Z') || (*r >= 'a' && *r <= 'z'))) found = 1;
+        else if (p - data >= 2 && p[-1] == '[' && p[-2] == '^') {
+            /* "^[[" then [0-9;]* m: r already skipped the digits after this '[' */
+            if (r < e && *r == 'm') found = 1;
+        }
+    }
+    PyBuffer_Release(&view);
+    return PyBool_FromLong(found);
 }
 
 static PyMethodDef methods[] = {
     {"hot_scan", hot_scan, METH_O, "Request lines of a window that can be counted (see engdiag/logs/hotscan.py)."},
     {"proc_tags", proc_tags, METH_O, "Distinct process tags with a pid, as bulk._TAG.findall finds them."},
     {"cues", cues, METH_O, "Does the window name a process where the tag search cannot see it?"},
-    {"line_starts", line_starts, METH_O, "Offsets of the window's line starts (int64)."},
+    {"line_starts", line_starts, METH_O, "Offsets of the window's line starts (int64) and the longest line."},
+    {"colour", colour, METH_O, "Does the window hold a colour code?"},
     {NULL, NULL, 0, NULL},
 };
 

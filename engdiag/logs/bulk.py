@@ -28,7 +28,6 @@ import re
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import accumulate
 from typing import BinaryIO
 
 from engdiag.logs import counting
@@ -60,8 +59,29 @@ _COLOUR = re.compile(rb"\x1b\[[0-9;]*[A-Za-z]|\^\[\[[0-9;]*m|\[[0-9;]*[0-9]m")
 """Colour codes, as ``lines`` strips them: removed before the search so a literal they split is found."""
 
 
-def windows(stream: BinaryIO, byte_limit: int | None = None) -> Iterator[tuple[bytes, list[bytes]]]:
-    """The stream's lines in windows of about ``WINDOW_BYTES``, each cut to ``MAX_LINE_BYTES`` as ``read_lines`` does."""
+Starts = Callable[[bytes], tuple[bytes, int]]
+"""data → (line start offsets as int64 bytes, longest line): ``windowscan.line_starts`` or its C twin."""
+
+
+class _Lines(Sequence[bytes]):
+    """A window's lines, cut from its bytes only when asked for (no list of a million small objects)."""
+
+    def __init__(self, data: bytes, starts: Sequence[int]) -> None:
+        self._data, self._starts = data, starts
+
+    def __len__(self) -> int:
+        return len(self._starts)
+
+    def __getitem__(self, index):  # type: ignore[no-untyped-def, override]
+        if index < 0:
+            index += len(self._starts)
+        end = self._starts[index + 1] - 1 if index + 1 < len(self._starts) else len(self._data)
+        return self._data[self._starts[index] : end]
+
+
+def windows(stream: BinaryIO, starts_of: Starts, byte_limit: int | None = None) -> Iterator[tuple[bytes, Sequence[int]]]:
+    """The stream in windows of about ``WINDOW_BYTES`` of whole lines, each line cut to ``MAX_LINE_BYTES`` as
+    ``read_lines`` does, with the offsets of their line starts."""
     carry = b""
     skipping = False
     left = byte_limit
@@ -72,7 +92,7 @@ def windows(stream: BinaryIO, byte_limit: int | None = None) -> Iterator[tuple[b
             left -= len(block)
         if not block:
             if carry:
-                yield carry, [carry]
+                yield carry, [0]
             return
         if skipping:
             newline = block.find(b"\n")
@@ -89,32 +109,36 @@ def windows(stream: BinaryIO, byte_limit: int | None = None) -> Iterator[tuple[b
         carry = data[cut + 1 :]
         if len(carry) > MAX_LINE_BYTES:
             carry, skipping = carry[:MAX_LINE_BYTES], True
-        yield from _by_lines(data[:cut])
+        yield from _by_lines(data[:cut], starts_of)
 
 
-def _by_lines(window: bytes) -> Iterator[tuple[bytes, list[bytes]]]:
-    """A block cut into windows of at most ``WINDOW_LINES`` lines (tiny lines would make huge lists)."""
-    while True:
-        lines = window.split(b"\n", WINDOW_LINES)
-        more = len(lines) > WINDOW_LINES
-        window = lines.pop() if more else b""
-        if max(map(len, lines)) > MAX_LINE_BYTES:
-            lines = [line[:MAX_LINE_BYTES] for line in lines]
-        yield b"\n".join(lines), lines
-        if not more:
-            return
+def _by_lines(window: bytes, starts_of: Starts) -> Iterator[tuple[bytes, Sequence[int]]]:
+    """A block cut into windows of at most ``WINDOW_LINES`` lines (memory is per line as much as per byte)."""
+    raw, longest = starts_of(window)
+    if longest > MAX_LINE_BYTES:
+        window = b"\n".join(line[:MAX_LINE_BYTES] for line in window.split(b"\n"))
+        raw, longest = starts_of(window)
+    starts = memoryview(raw).cast("q")
+    if len(starts) <= WINDOW_LINES:
+        yield window, starts
+        return
+    for first in range(0, len(starts), WINDOW_LINES):
+        begin = starts[first]
+        end = starts[first + WINDOW_LINES] - 1 if first + WINDOW_LINES < len(starts) else len(window)
+        part = window[begin:end]
+        yield part, memoryview(starts_of(part)[0]).cast("q")
 
 
 class _Window:
     """One window's lines, parsed lazily, and the plan of which to feed."""
 
-    def __init__(self, data: bytes, lines: list[bytes], first_line: int, before: Piece | None,
-                 starts: Sequence[int] | None = None) -> None:
+    def __init__(self, data: bytes, starts: Sequence[int], first_line: int, before: Piece | None,
+                 colour: Callable[[bytes], bool]) -> None:
         self.data = data
-        self.quick = _COLOUR.search(data) is None
+        self.quick = not colour(data)
         """No colour code anywhere: the common line shapes may take ``quick_piece``."""
-        self.lines = lines
-        self.starts = [0, *accumulate(len(line) + 1 for line in lines[:-1])] if starts is None else starts
+        self.lines = _Lines(data, starts)
+        self.starts = starts
         self.first_line = first_line
         self.before = before
         self._pieces: dict[int, list[Piece]] = {}
@@ -208,12 +232,12 @@ def _hot(window: _Window, index: int, literals: set[int], source: str) -> list[E
     return hot_events(found[0], literals, source)
 
 
-def _candidates(window: _Window, find: Finder) -> dict[int, set[int]]:
+def _candidates(window: _Window, find: Finder, starts_of: Starts) -> dict[int, set[int]]:
     """Line index → literals it holds (searched with colour codes removed, as cleaning would)."""
     if window.quick:
         return find(window.data, window.starts)
     searched = _COLOUR.sub(b"", window.data)
-    return find(searched, [0, *accumulate(len(line) + 1 for line in searched.split(b"\n")[:-1])])
+    return find(searched, memoryview(starts_of(searched)[0]).cast("q"))
 
 
 def _sparse(window: _Window, candidates: dict[int, set[int]], cues: Callable[[bytes], bool]) -> bool:
@@ -341,9 +365,9 @@ def _scan_window(window: _Window, first_window: bool, scanner: LineScanner, run:
     if count is not None and hot_events is not None and COUNTABLE:
         hot = scan_window(window.data, run.searches.hot, scanner.last_stamp)
     if hot is None:
-        found = _candidates(window, run.find)
+        found = _candidates(window, run.find, run.searches.line_starts)
     else:
-        found = counting.candidates(_candidates(window, run.find_rare), hot, run.numbers)
+        found = counting.candidates(_candidates(window, run.find_rare, run.searches.line_starts), hot, run.numbers)
     if not _sparse(window, found, run.searches.cues):
         if hot is not None:
             found = counting.every_candidate(found, hot, run.numbers)
@@ -378,12 +402,11 @@ def bulk_scan(
     before: Piece | None = None
     lineno = first_line
     done = 0
-    for number, (data, lines) in enumerate(windows(stream, byte_limit)):
-        starts = memoryview(run.searches.line_starts(data)).cast("q")
-        window = _Window(data, lines, lineno, before, starts)
+    for number, (data, starts) in enumerate(windows(stream, run.searches.line_starts, byte_limit)):
+        window = _Window(data, starts, lineno, before, run.searches.colour)
         _scan_window(window, number == 0 and first_line == 1, scanner, run, sink, count)
-        before = window.pieces(len(lines) - 1)[-1]
-        lineno += len(lines)
+        before = window.pieces(len(starts) - 1)[-1]
+        lineno += len(starts)
         done += len(data) + 1
         if progress is not None:
             progress(done)

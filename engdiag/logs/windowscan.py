@@ -5,7 +5,8 @@
   the window is read line by line;
 - ``proc_tags``: the distinct process tags with a pid (a superset of the
   processes: each is confirmed by the exact parser);
-- ``line_starts``: offsets of the window's line starts.
+- ``line_starts``: offsets of the window's line starts (and the longest line);
+- ``colour``: does the window hold a colour code?
 
 tests/test_hot_scan.py holds the C and Python versions to each other.
 """
@@ -26,6 +27,8 @@ _RANK = re.compile(rb"\[rank[^\]\n]*\]:")
 _BARE_ROLE = re.compile(rb"(?:EngineCore|APIServer|ApiServer|VllmWorker|Worker)\S* (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) ")
 _ROLE_TAG = re.compile(rb"\(" + _ROLES + rb"[^()\n]{0,250}\)")
 _ROLE_TAG_PID = re.compile(rb"\(" + _ROLES + rb"[^()\n]{0,250}? pid=\d+(?:, ip=[^)\s]*)?\)")
+_COLOUR = re.compile(rb"\x1b\[[0-9;]*[A-Za-z]|\^\[\[[0-9;]*m|\[[0-9;]*[0-9]m")
+"""Colour codes, as ``lines`` strips them (``engdiag.logs.bulk`` removes them before the literal search)."""
 _TAG = re.compile(rb"(\(([^()\n]{1,250}?) pid=(\d+)(?:, ip=([^)\s]*))?\))")
 """Every process tag with a pid, and more (a superset: each is checked by the exact parser)."""
 
@@ -46,9 +49,15 @@ def proc_tags(data: bytes) -> set[tuple[bytes, bytes, bytes, bytes]]:
     return set(_TAG.findall(data))
 
 
-def line_starts(data: bytes) -> bytes:
-    """Offsets (int64) of the line starts of ``data`` (lines joined by ``\\n``)."""
-    return array("q", [0, *accumulate(len(line) + 1 for line in data.split(b"\n")[:-1])]).tobytes()
+def line_starts(data: bytes) -> tuple[bytes, int]:
+    """Offsets (int64 bytes) of the line starts of ``data`` (lines joined by ``\\n``), and the longest line."""
+    lengths = [len(line) for line in data.split(b"\n")]
+    return array("q", [0, *accumulate(length + 1 for length in lengths[:-1])]).tobytes(), max(lengths)
+
+
+def colour(data: bytes) -> bool:
+    """Does ``data`` hold a colour code (as ``lines`` strips them)?"""
+    return _COLOUR.search(data) is not None
 
 
 @dataclass(frozen=True)
@@ -58,10 +67,11 @@ class Searches:
     hot: HotScan
     cues: Callable[[bytes], bool]
     proc_tags: Callable[[bytes], set[tuple[bytes, bytes, bytes, bytes]]]
-    line_starts: Callable[[bytes], bytes]
+    line_starts: Callable[[bytes], tuple[bytes, int]]
+    colour: Callable[[bytes], bool]
 
 
-PYTHON = Searches(hot_scan, cues, proc_tags, line_starts)
+PYTHON = Searches(hot_scan, cues, proc_tags, line_starts, colour)
 
 
 def native() -> Searches | None:
@@ -70,4 +80,4 @@ def native() -> Searches | None:
         return None
     from engdiag.logs import _scan  # type: ignore[attr-defined]
 
-    return Searches(_scan.hot_scan, _scan.cues, _scan.proc_tags, _scan.line_starts)
+    return Searches(_scan.hot_scan, _scan.cues, _scan.proc_tags, _scan.line_starts, _scan.colour)
