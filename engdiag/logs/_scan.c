@@ -160,9 +160,24 @@ static int same(const char *a, const char *ae, const char *b, const char *be) {
     return (ae - a) == (be - b) && (a == NULL || memcmp(a, b, (size_t)(ae - a)) == 0);
 }
 
+/* memmem for short needles found thousands of times a window: memchr on one telling byte (an upper-case
+ * letter or punctuation, rarer in logs than lower case), then memcmp.  glibc's memmem pays a set-up per call. */
 static const char *find(const char *p, const char *e, const char *needle, size_t n) {
-    if (p >= e) return NULL;
-    return memmem(p, (size_t)(e - p), needle, n);
+    if (p >= e || (size_t)(e - p) < n) return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if ((needle[i] >= 'A' && needle[i] <= 'Z') || needle[i] == '_' || needle[i] == '[') {
+            k = i;
+            break;
+        }
+    const char *last = e - n;
+    for (const char *q = p + k; q <= last + k;) {
+        q = memchr(q, needle[k], (size_t)(last + k + 1 - q));
+        if (!q) return NULL;
+        if (memcmp(q - k, needle, n) == 0) return q - k;
+        q++;
+    }
+    return NULL;
 }
 
 /* Does the line starting at s (ending at e) surely start a record that cannot join h's? */
@@ -375,7 +390,7 @@ static int is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == 
 
 /* After the lazy content of a tag, at q: " pid=\d+(?:, ip=([^)\s]*))?\)"; the end after ')' or NULL. */
 static const char *pid_tail(const char *q, const char *e, const char **ip, const char **ip_end) {
-    if (e - q < 7 || memcmp(q, " pid=", 5) != 0 || !is_digit(q[5])) return NULL;
+    if (e - q < 7 || q[0] != ' ' || q[1] != 'p' || memcmp(q, " pid=", 5) != 0 || !is_digit(q[5])) return NULL;
     q += 5;
     while (q < e && is_digit(*q)) q++;
     *ip = *ip_end = NULL;
@@ -455,6 +470,7 @@ static int bare_role_cue(const char *data, const char *e) {
         size_t n = strlen(names[i]);
         for (const char *p = find(data, e, names[i], n); p; p = find(p + 1, e, names[i], n)) {
             const char *q = p + n;
+            if (q + 5 < e && q[0] == ' ' && q[1] == 'p' && q[2] == 'i' && q[3] == 'd' && q[4] == '=') continue;
             while (q < e && !is_space(*q)) q++;
             if (q < e && *q == ' ') {
                 const char *l = level(q + 1, e);

@@ -330,17 +330,24 @@ def _feed_all(
 class Engine:
     """What a bulk backend searches with: every literal, all but the hot ones, and the hot-line scan."""
 
-    find: Finder
-    find_rare: Finder
+    backend: str
     searches: Searches
     numbers: dict[bytes, int]
     """Hot literal → its number in ``literal_bytes()``."""
+
+    def find(self, data: bytes, starts: Sequence[int]) -> dict[int, set[int]]:
+        """Every literal (compiled on first use: a counted log may never need it)."""
+        return finder(self.backend)(data, starts)
+
+    def find_rare(self, data: bytes, starts: Sequence[int]) -> dict[int, set[int]]:
+        """Every literal but the hot ones."""
+        return finder(self.backend, rare=True)(data, starts)
 
 
 def engine(backend: str) -> Engine:
     """The search functions of a bulk backend (``native``, ``hyperscan`` or ``python``)."""
     numbers = {literal: n for n, literal in enumerate(literal_bytes()) if literal in HOT_LITERALS}
-    return Engine(finder(backend), finder(backend, rare=True), searches(backend), numbers)
+    return Engine(backend, searches(backend), numbers)
 
 
 def _feed(window: _Window, order: Iterable[int], known: dict[int, list[Event]], scanner: LineScanner,

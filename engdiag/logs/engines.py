@@ -95,7 +95,7 @@ def _hyperscan_finder(rare: bool) -> Finder:
 
 def _hyperscan_works() -> bool:
     try:
-        _hyperscan_database()
+        _hyperscan_database(True)
     except Exception:  # noqa: BLE001 - missing, no SIMD support, or a broken wheel: use the next backend
         return False
     return True
@@ -123,6 +123,7 @@ def active_backend() -> str:
     return "hyperscan" if _hyperscan_works() else "python"
 
 
+@lru_cache(maxsize=8)
 def finder(backend: str, rare: bool = False) -> Finder:
     """The literal search of a bulk backend: every literal, or (``rare``) all but the counted hot ones."""
     if backend == "hyperscan" or (backend == "native" and _hyperscan_works()):
@@ -134,6 +135,12 @@ def searches(backend: str) -> Searches:
     """The window-level searches of a bulk backend (hot lines, cues, tags, line starts): C for ``native``."""
     found = native_searches() if backend == "native" else None
     return found if found is not None else PYTHON
+
+
+def available_backends() -> list[str]:
+    """The bulk backends that work in this installation, fastest first (``lines`` always does)."""
+    found = ["native"] if native() is not None else []
+    return [*found, *(["hyperscan"] if _hyperscan_works() else []), "python"]
 
 
 def describe_backend() -> str:
