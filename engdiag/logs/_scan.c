@@ -160,16 +160,10 @@ static int same(const char *a, const char *ae, const char *b, const char *be) {
     return (ae - a) == (be - b) && (a == NULL || memcmp(a, b, (size_t)(ae - a)) == 0);
 }
 
-/* memmem for short needles found thousands of times a window: memchr on one telling byte (an upper-case
- * letter or punctuation, rarer in logs than lower case), then memcmp.  glibc's memmem pays a set-up per call. */
-static const char *find(const char *p, const char *e, const char *needle, size_t n) {
+/* memmem for short needles found thousands of times a window: memchr on one telling byte of the needle
+ * (k: one rare in logs), then memcmp.  glibc's memmem pays a set-up per call. */
+static const char *find_at(const char *p, const char *e, const char *needle, size_t n, size_t k) {
     if (p >= e || (size_t)(e - p) < n) return NULL;
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        if ((needle[i] >= 'A' && needle[i] <= 'Z') || needle[i] == '_' || needle[i] == '[') {
-            k = i;
-            break;
-        }
     const char *last = e - n;
     for (const char *q = p + k; q <= last + k;) {
         q = memchr(q, needle[k], (size_t)(last + k + 1 - q));
@@ -180,10 +174,21 @@ static const char *find(const char *p, const char *e, const char *needle, size_t
     return NULL;
 }
 
+/* find_at with the first upper-case letter or punctuation of the needle as the telling byte. */
+static const char *find(const char *p, const char *e, const char *needle, size_t n) {
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if ((needle[i] >= 'A' && needle[i] <= 'Z') || needle[i] == '_' || needle[i] == '[') {
+            k = i;
+            break;
+        }
+    return find_at(p, e, needle, n, k);
+}
+
 /* Does the line starting at s (ending at e) surely start a record that cannot join h's? */
-static int safe_successor(const char *s, const char *e, const Header *h) {
+static int safe_successor(const char *s, const char *e, const Header *h, int cr) {
     Header n;
-    if (memchr(s, '\r', (size_t)(e - s)) != NULL || !header(s, e, &n)) return 0;
+    if (cr || !header(s, e, &n)) return 0;
     if (n.access) return 1;
     if (!same(n.name, n.name_end, h->name, h->name_end) || !same(n.pid, n.pid_end, h->pid, h->pid_end) ||
         !same(n.level, n.level_end, h->level, h->level_end) || !same(n.file, n.file_end, h->file, h->file_end))
@@ -230,8 +235,8 @@ static int count_in(Hits *h, const char *s, const char *e, const char **first) {
     return n;
 }
 
-static int collect(Hits *h, const char *data, const char *e, const char *needle, size_t n) {
-    for (const char *p = find(data, e, needle, n); p; p = find(p + 1, e, needle, n))
+static int collect(Hits *h, const char *data, const char *e, const char *needle, size_t n, size_t k) {
+    for (const char *p = find_at(data, e, needle, n, k); p; p = find_at(p + 1, e, needle, n, k))
         if (push(&h->at, &p) < 0) return -1;
     return 0;
 }
@@ -262,6 +267,44 @@ static int clean_rest(Hits *hits, const char *p, const char *e) {
     return 1;
 }
 
+/* How many bytes of p[0:n] are ','; *quoted when one is ' or ".  Eight bytes at a time: a zero byte of
+ * x ^ c*0x0101.. marks each byte equal to c. */
+static unsigned int count_commas(const unsigned char *p, size_t n, int *quoted) {
+    const uint64_t ones = 0x0101010101010101ULL, low7 = 0x7F7F7F7F7F7F7F7FULL, high = 0x8080808080808080ULL;
+    const uint64_t comma = ones * ',', quote = ones * '\'', dquote = ones * '"';
+    unsigned int total = 0;
+    uint64_t quotes = 0;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t x, y, z;
+        memcpy(&x, p + i, 8);
+        y = x ^ quote;
+        z = x ^ dquote;
+        x ^= comma;
+        uint64_t zero = ~(((x & low7) + low7) | x) & high; /* high bit of each byte that was ',' */
+        total += (unsigned int)(((zero >> 7) * ones) >> 56);
+        quotes |= (~(((y & low7) + low7) | y) | ~(((z & low7) + low7) | z)) & high;
+    }
+    for (; i < n; i++) {
+        total += p[i] == ',';
+        quotes |= p[i] == '\'' || p[i] == '"';
+    }
+    *quoted = quotes != 0;
+    return total;
+}
+
+/* The size mask() gives the token id list u[0:n] (between its brackets): commas + 1 when it holds
+ * anything, 0 when empty; -1 when its first non-space byte is neither a digit nor the end. */
+static int token_list(const unsigned char *u, size_t n) {
+    size_t i = 0;
+    while (i < n && u[i] == ' ') i++;
+    if (i == n) return 0;
+    if (!is_digit((char)u[i])) return -1;
+    int quoted;
+    unsigned int commas = count_commas(u + i, n - i, &quoted);
+    return quoted ? -1 : (int)commas + 1;
+}
+
 /* kind (1, 2) and tokens of an ok line, or 0. */
 static int classify(Hits *hits, const char *s, const char *e, const char *next, const char *next_end, int *tokens,
                     int *month) {
@@ -281,24 +324,20 @@ static int classify(Hits *hits, const char *s, const char *e, const char *next, 
         if (pti[-1] != ' ') return 0;
         q = pti + PTI_N;
         if (q >= e || *q != '[') return 0;
-        int commas = 0, filled = 0;
-        for (q++; q < e && *q != ']'; q++) {
-            if (*q == ',') commas++;
-            else if (is_digit(*q)) filled = 1;
-            else if (*q != ' ') return 0;
-        }
-        if (q >= e) return 0;
-        q++;
-        if (memchr(q, '\'', (size_t)(e - q)) || memchr(q, '"', (size_t)(e - q))) return 0;
-        if (!filled && commas) return 0;
-        *tokens = filled ? commas + 1 : 0;
-        if (!safe_successor(next, next_end, &h)) return 0;
+        const char *close = memchr(q, ']', (size_t)(e - q));
+        if (!close) return 0;
+        int size = token_list((const unsigned char *)q + 1, (size_t)(close - q - 1));
+        if (size < 0) return 0;
+        /* a quote in (token_list) or after the list: "prompt_token_ids: [" may be inside a user string */
+        if (memchr(close, '\'', (size_t)(e - close)) || memchr(close, '"', (size_t)(e - close))) return 0;
+        *tokens = size;
+        if (!safe_successor(next, next_end, &h, count_in(&hits[H_CR], next, next_end, NULL))) return 0;
         *month = h.month;
         return 1;
     }
     if (nadd == 1 && nrec == 0 && npti == 0 && add == m && e - m > (Py_ssize_t)ADD_N + 1 && m[ADD_N] == ' ' &&
         is_idchar(m[ADD_N + 1])) {
-        if (!safe_successor(next, next_end, &h)) return 0;
+        if (!safe_successor(next, next_end, &h, count_in(&hits[H_CR], next, next_end, NULL))) return 0;
         *tokens = 0;
         *month = h.month;
         return 2;
@@ -327,18 +366,19 @@ static PyObject *hot_scan(PyObject *self, PyObject *arg) {
     PyObject *bad = PyList_New(0), *result = NULL;
     int months = 0;
     if (!bad) goto done;
-    if (collect(&hits[H_REC], data, end, REC, REC_N) < 0 || collect(&hits[H_PTI], data, end, PTI, PTI_N) < 0 ||
-        collect(&hits[H_ADD], data, end, ADD, ADD_N) < 0 || collect_byte(&hits[H_CR], data, end, '\r') < 0 ||
+    /* telling bytes: the 'q' of "request", the 'k' of "token" */
+    if (collect(&hits[H_REC], data, end, REC, REC_N, 12) < 0 || collect(&hits[H_PTI], data, end, PTI, PTI_N, 9) < 0 ||
+        collect(&hits[H_ADD], data, end, ADD, ADD_N, 10) < 0 || collect_byte(&hits[H_CR], data, end, '\r') < 0 ||
         collect_byte(&hits[H_BAR], data, end, '|') < 0 || collect_byte(&hits[H_ESC], data, end, '\x1b') < 0 ||
-        collect_brackets(&hits[H_BRACKET], data, end) < 0 || collect(&hits[H_NCCL], data, end, " NCCL ", 6) < 0) {
+        collect_brackets(&hits[H_BRACKET], data, end) < 0 || collect(&hits[H_NCCL], data, end, " NCCL ", 6, 1) < 0) {
         PyErr_NoMemory();
         goto done;
     }
-    const char *line = data;
+    const char *line = data, *known = NULL, *known_nl = NULL; /* the newline after `known`, found before */
     int32_t number = 0;
     for (const char *at = next_hot(hits, data); at; at = next_hot(hits, line)) {
         const char *nl;
-        while ((nl = memchr(line, '\n', (size_t)(end - line))) != NULL && nl < at) {
+        while ((nl = (line == known ? known_nl : memchr(line, '\n', (size_t)(end - line)))) != NULL && nl < at) {
             line = nl + 1;
             number++;
         }
@@ -349,6 +389,8 @@ static PyObject *hot_scan(PyObject *self, PyObject *arg) {
                    (count_in(&hits[H_ADD], line, line_end, &r) ? 4 : 0);
         const char *next = nl ? nl + 1 : NULL;
         const char *next_end = next ? memchr(next, '\n', (size_t)(end - next)) : NULL;
+        known = next;
+        known_nl = next_end;
         if (next && !next_end) next_end = end;
         int tokens = 0, month = 0;
         int k = classify(hits, line, line_end, next, next_end, &tokens, &month);

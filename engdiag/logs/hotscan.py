@@ -51,7 +51,6 @@ _HEADER = re.compile(
 _UNCLEAN = (b"\r", b"|", b"\x1b", b"[repeated ", b" NCCL ")
 _COLOUR_CODE = re.compile(rb"\[[0-9;]*[0-9]m")
 _ID = re.compile(rb"[A-Za-z0-9_.-]+")
-_LIST = re.compile(rb"\[([0-9, ]*)\]")
 
 
 def _header(data: bytes, start: int, end: int) -> re.Match[bytes] | None:
@@ -97,17 +96,17 @@ def _classify(data: bytes, start: int, end: int, bits: int, next_end: int | None
         at = data.find(PTI, start, end)
         if at == -1 or data.find(PTI, at + 1, end) != -1 or data[at - 1 : at] != b" ":
             return 0, 0, 0
-        found = _LIST.match(data, at + len(PTI), end)
-        if found is None:
+        opening = at + len(PTI)
+        close = data.find(b"]", opening, end)
+        if data[opening : opening + 1] != b"[" or close == -1:
             return 0, 0, 0
-        rest = data[found.end() : end]
+        rest = data[opening:end]
         if b"'" in rest or b'"' in rest:
-            return 0, 0, 0
-        inside = found.group(1)
-        commas = inside.count(b",")
-        if not inside.strip(b" ,") and commas:
-            return 0, 0, 0
-        tokens = commas + 1 if inside.strip(b" ,") else 0
+            return 0, 0, 0  # a quote in or after the list: "prompt_token_ids: [" may be inside a user string
+        inside = data[opening + 1 : close].lstrip(b" ")
+        if inside and not inside[:1].isdigit():
+            return 0, 0, 0  # mask() counts what is there; only a list that starts with an id is surely ids
+        tokens = inside.count(b",") + 1 if inside else 0
         if not _safe_successor(data, end + 1, next_end, head):
             return 0, 0, 0
         return 1, tokens, month
