@@ -477,6 +477,10 @@ static PyObject *proc_tags(PyObject *self, PyObject *arg) {
     while (found && p < e) {
         const char *s = memchr(p, '(', (size_t)(e - p));
         if (!s) break;
+        if (last && e - s >= last_len && memcmp(s, last, (size_t)last_len) == 0) {
+            p = s + last_len; /* the same bytes as the last tag found: the same match */
+            continue;
+        }
         const char *pid_at, *ip, *ip_end;
         const char *end = tag_at(s + 1, e, 1, &pid_at, &ip, &ip_end);
         if (!end) {
@@ -526,10 +530,17 @@ static int bare_role_cue(const char *data, const char *e) {
 static int role_tags_without_pid(const char *data, const char *e) {
     Py_ssize_t tags = 0, with_pid = 0;
     for (int pass = 0; pass < 2; pass++) {
-        const char *p = data;
+        const char *p = data, *last = NULL;
+        Py_ssize_t last_len = 0;
         while (p < e) {
             const char *s = memchr(p, '(', (size_t)(e - p));
             if (!s) break;
+            if (last && e - s >= last_len && memcmp(s, last, (size_t)last_len) == 0) {
+                if (pass == 0) tags++; /* the same bytes as the last match: the same match */
+                else with_pid++;
+                p = s + last_len;
+                continue;
+            }
             size_t n = 0;
             for (int i = 0; i < 6 && !n; i++) {
                 size_t m = strlen(ROLES[i]);
@@ -547,6 +558,8 @@ static int role_tags_without_pid(const char *data, const char *e) {
             if (end) {
                 if (pass == 0) tags++;
                 else with_pid++;
+                last = s;
+                last_len = end - s;
                 p = end;
             } else p = s + 1;
         }

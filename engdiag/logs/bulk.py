@@ -44,7 +44,7 @@ from engdiag.logs.quick import hot_events, quick_piece
 from engdiag.logs.records import joins, tracebackish
 from engdiag.logs.scan import LineScanner
 
-WINDOW_BYTES = 4 << 20
+WINDOW_BYTES = 8 << 20
 """Bytes searched at once: big enough to amortise the search, small enough for flat memory."""
 WINDOW_LINES = 1 << 16
 """Lines per window at most: memory is per line as much as per byte."""
@@ -99,17 +99,17 @@ def windows(stream: BinaryIO, starts_of: Starts, byte_limit: int | None = None) 
             if newline == -1:
                 continue
             block, skipping = block[newline:], False
-        data = carry + block if carry else block
-        cut = data.rfind(b"\n")
+        cut = block.rfind(b"\n")
         if cut == -1:
-            carry = data
+            carry += block
             if len(carry) > MAX_LINE_BYTES:
                 carry, skipping = carry[:MAX_LINE_BYTES], True
             continue
-        carry = data[cut + 1 :]
+        data = b"".join((carry, memoryview(block)[:cut]))  # one copy
+        carry = block[cut + 1 :]
         if len(carry) > MAX_LINE_BYTES:
             carry, skipping = carry[:MAX_LINE_BYTES], True
-        yield from _by_lines(data[:cut], starts_of)
+        yield from _by_lines(data, starts_of)
 
 
 def _by_lines(window: bytes, starts_of: Starts) -> Iterator[tuple[bytes, Sequence[int]]]:
