@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from array import array
 import sys
 from collections import Counter
 from datetime import datetime
@@ -99,7 +100,7 @@ POOL = _pool()
 
 def _same_searches(data: bytes) -> None:
     assert NATIVE is not None
-    for name in ("hot", "cues", "proc_tags", "line_starts", "colour"):
+    for name in ("hot", "cues", "proc_tags", "line_starts", "colour", "strip_colour"):
         assert getattr(NATIVE, name)(data) == getattr(PYTHON, name)(data), name
 
 
@@ -131,6 +132,29 @@ def test_c_and_python_agree_on_any_window(lines, cut):
     if cut and len(data) > 3:
         data = data[: len(data) // 2]
     _same_searches(data)
+
+
+@needs_native
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=64), st.text(alphabet="\x1b^[]0123456789;mKAb( )pid=\n|,'\"", max_size=40))
+def test_c_and_python_agree_on_noise(raw, text):
+    _same_searches(raw)
+    _same_searches(text.encode())
+
+
+def test_the_last_requests_of_each_signal_are_read_the_full_way():
+    from engdiag.logs.counting import HotWindow
+    from engdiag.logs.hotscan import KEEP_LAST
+
+    kinds = bytes([1, 2] * 40 + [2] * 30)
+    tokens = [5 if i % 4 == 0 else 0 for i in range(len(kinds))]
+    hot = HotWindow(memoryview(array("i", range(len(kinds))).tobytes()).cast("i"), kinds,
+                    memoryview(array("i", tokens).tobytes()).cast("i"), [])
+    kept = set(hot.keep())
+    received = [i for i, k in enumerate(kinds) if k == 1]
+    added = [i for i, k in enumerate(kinds) if k == 2]
+    with_length = [i for i in received if tokens[i]]
+    assert kept == set(received[-KEEP_LAST:]) | set(added[-KEEP_LAST:]) | set(with_length[-KEEP_LAST:])
 
 
 def test_plain_request_lines_are_ok_and_anything_odd_is_not():

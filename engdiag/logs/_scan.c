@@ -621,12 +621,56 @@ static PyObject *colour(PyObject *self, PyObject *arg) {
     return PyBool_FromLong(found);
 }
 
+/* data with the colour codes of colour() removed, as re.sub of that alternation does it. */
+static PyObject *strip_colour(PyObject *self, PyObject *arg) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    const char *data = view.buf, *e = data + view.len;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, view.len);
+    if (!out) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    char *w = PyBytes_AS_STRING(out);
+    const char *p = data;
+    while (p < e) {
+        const char *q = p;
+        while (q < e && *q != '\x1b' && *q != '^' && *q != '[') q++;
+        memcpy(w, p, (size_t)(q - p));
+        w += q - p;
+        if (q >= e) break;
+        const char *r = NULL;
+        if (*q == '\x1b' && q + 1 < e && q[1] == '[') {
+            r = q + 2;
+            while (r < e && (is_digit(*r) || *r == ';')) r++;
+            r = (r < e && ((*r >= 'A' && *r <= 'Z') || (*r >= 'a' && *r <= 'z'))) ? r + 1 : NULL;
+        } else if (*q == '^' && e - q >= 3 && q[1] == '[' && q[2] == '[') {
+            r = q + 3;
+            while (r < e && (is_digit(*r) || *r == ';')) r++;
+            r = (r < e && *r == 'm') ? r + 1 : NULL;
+        } else if (*q == '[') {
+            r = q + 1;
+            while (r < e && (is_digit(*r) || *r == ';')) r++;
+            r = (r < e && *r == 'm' && r > q + 1 && is_digit(r[-1])) ? r + 1 : NULL;
+        }
+        if (r) p = r;
+        else {
+            *w++ = *q;
+            p = q + 1;
+        }
+    }
+    PyBuffer_Release(&view);
+    if (_PyBytes_Resize(&out, w - PyBytes_AS_STRING(out)) < 0) return NULL;
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"hot_scan", hot_scan, METH_O, "Request lines of a window that can be counted (see engdiag/logs/hotscan.py)."},
     {"proc_tags", proc_tags, METH_O, "Distinct process tags with a pid, as bulk._TAG.findall finds them."},
     {"cues", cues, METH_O, "Does the window name a process where the tag search cannot see it?"},
     {"line_starts", line_starts, METH_O, "Offsets of the window's line starts (int64) and the longest line."},
     {"colour", colour, METH_O, "Does the window hold a colour code?"},
+    {"strip_colour", strip_colour, METH_O, "The window without its colour codes."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -55,8 +55,6 @@ _CLOCK = re.compile(rb":[^\n:]{2,8}:")
 """Every line with a time has this (``HH:MM:SS``, digits of any script): only such lines are parsed for one."""
 _CLOCK_SPAN = 10
 _CHUNK = 1 << 16
-_COLOUR = re.compile(rb"\x1b\[[0-9;]*[A-Za-z]|\^\[\[[0-9;]*m|\[[0-9;]*[0-9]m")
-"""Colour codes, as ``lines`` strips them: removed before the search so a literal they split is found."""
 
 
 Starts = Callable[[bytes], tuple[bytes, int]]
@@ -232,12 +230,12 @@ def _hot(window: _Window, index: int, literals: set[int], source: str) -> list[E
     return hot_events(found[0], literals, source)
 
 
-def _candidates(window: _Window, find: Finder, starts_of: Starts) -> dict[int, set[int]]:
+def _candidates(window: _Window, find: Finder, searches: Searches) -> dict[int, set[int]]:
     """Line index → literals it holds (searched with colour codes removed, as cleaning would)."""
     if window.quick:
         return find(window.data, window.starts)
-    searched = _COLOUR.sub(b"", window.data)
-    return find(searched, memoryview(starts_of(searched)[0]).cast("q"))
+    searched = searches.strip_colour(window.data)
+    return find(searched, memoryview(searches.line_starts(searched)[0]).cast("q"))
 
 
 def _sparse(window: _Window, candidates: dict[int, set[int]], cues: Callable[[bytes], bool]) -> bool:
@@ -372,9 +370,9 @@ def _scan_window(window: _Window, first_window: bool, scanner: LineScanner, run:
     if count is not None and hot_events is not None and COUNTABLE:
         hot = scan_window(window.data, run.searches.hot, scanner.last_stamp)
     if hot is None:
-        found = _candidates(window, run.find, run.searches.line_starts)
+        found = _candidates(window, run.find, run.searches)
     else:
-        found = counting.candidates(_candidates(window, run.find_rare, run.searches.line_starts), hot, run.numbers)
+        found = counting.candidates(_candidates(window, run.find_rare, run.searches), hot, run.numbers)
     if not _sparse(window, found, run.searches.cues):
         if hot is not None:
             found = counting.every_candidate(found, hot, run.numbers)

@@ -63,17 +63,18 @@ class HotWindow:
 
     def keep(self) -> list[int]:
         """The last ``KEEP_LAST`` ok lines of each signal (read the full way: the timeline keeps their events)."""
-        wanted = {1: KEEP_LAST, 2: KEEP_LAST, 3: KEEP_LAST}  # 3: received with a prompt length
         found: list[int] = []
-        for at in range(len(self.index) - 1, -1, -1):
-            kind = self.kind[at]
-            signals = (kind, 3) if kind == 1 and self.tokens[at] else (kind,)
-            if any(wanted[s] > 0 for s in signals):
-                found.append(self.index[at])
-                for s in signals:
-                    wanted[s] -= 1
-            if not any(wanted.values()):
-                break
+        for kind in (1, 2):
+            end, with_length, plain = len(self.kind), 0, 0
+            while (with_length < KEEP_LAST or plain < KEEP_LAST) and (at := self.kind.rfind(kind, 0, end)) != -1:
+                end = at
+                counts_length = kind == 1 and self.tokens[at] > 0
+                if plain < KEEP_LAST or (counts_length and with_length < KEEP_LAST):
+                    found.append(self.index[at])
+                plain += 1
+                with_length += counts_length
+                if kind == 2:
+                    with_length = KEEP_LAST  # added requests carry no prompt length
         return found
 
 

@@ -6,7 +6,7 @@
 - ``proc_tags``: the distinct process tags with a pid (a superset of the
   processes: each is confirmed by the exact parser);
 - ``line_starts``: offsets of the window's line starts (and the longest line);
-- ``colour``: does the window hold a colour code?
+- ``colour`` / ``strip_colour``: does the window hold a colour code / the window without them.
 
 tests/test_hot_scan.py holds the C and Python versions to each other.
 """
@@ -60,6 +60,11 @@ def colour(data: bytes) -> bool:
     return _COLOUR.search(data) is not None
 
 
+def strip_colour(data: bytes) -> bytes:
+    """``data`` without its colour codes (so that a literal they split is found)."""
+    return _COLOUR.sub(b"", data)
+
+
 @dataclass(frozen=True)
 class Searches:
     """One implementation of the window-level searches."""
@@ -69,9 +74,10 @@ class Searches:
     proc_tags: Callable[[bytes], set[tuple[bytes, bytes, bytes, bytes]]]
     line_starts: Callable[[bytes], tuple[bytes, int]]
     colour: Callable[[bytes], bool]
+    strip_colour: Callable[[bytes], bytes]
 
 
-PYTHON = Searches(hot_scan, cues, proc_tags, line_starts, colour)
+PYTHON = Searches(hot_scan, cues, proc_tags, line_starts, colour, strip_colour)
 
 
 def native() -> Searches | None:
@@ -80,4 +86,5 @@ def native() -> Searches | None:
         return None
     from engdiag.logs import _scan  # type: ignore[attr-defined]
 
-    return Searches(_scan.hot_scan, _scan.cues, _scan.proc_tags, _scan.line_starts, _scan.colour)
+    return Searches(_scan.hot_scan, _scan.cues, _scan.proc_tags, _scan.line_starts, _scan.colour,
+                    _scan.strip_colour)
