@@ -82,14 +82,14 @@ def generate(path: Path, shape: str, size_mib: int, seed: int = 3) -> None:
 
 
 def run(command: str, env: dict[str, str] | None = None) -> tuple[float, int, bytes]:
-    """Wall seconds, peak RSS in MiB (GNU time) and stdout, through ``sh -c``."""
+    """Wall seconds, peak RSS in MiB (GNU time) and stdout, through ``sh -c``; seconds are inf if it failed."""
     with tempfile.NamedTemporaryFile("r", suffix=".rss") as rss:
         started = time.perf_counter()
         done = subprocess.run(
             ["/usr/bin/time", "-f", "%M", "-o", rss.name, "sh", "-c", command],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env={**os.environ, **(env or {})}, check=False,
         )
-        elapsed = time.perf_counter() - started
+        elapsed = time.perf_counter() - started if done.returncode == 0 else float("inf")
         text = rss.read().strip().splitlines()
     peak = int(text[-1]) // 1024 if text and text[-1].isdigit() else -1
     return elapsed, peak, done.stdout

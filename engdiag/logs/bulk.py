@@ -35,10 +35,11 @@ from engdiag.logs.counting import COUNTABLE, Count, scan_window
 from engdiag.logs.engines import Finder, finder, literal_bytes, searches
 from engdiag.logs.events import Event, Proc
 from engdiag.logs.hotscan import HOT_LITERALS
+from engdiag.logs.blocks import Lines, Starts, windows
 from engdiag.logs.windowscan import Searches
 
 TagSearch = Callable[[bytes], set[tuple[bytes, bytes, bytes, bytes]]]
-from engdiag.logs.inputs import MAX_LINE_BYTES, decode_line
+from engdiag.logs.inputs import decode_line
 from engdiag.logs.lines import Piece, Shape, pieces
 from engdiag.logs.quick import hot_events, quick_piece
 from engdiag.logs.records import joins, tracebackish
@@ -57,76 +58,6 @@ _CLOCK_SPAN = 10
 _CHUNK = 1 << 16
 
 
-Starts = Callable[[bytes], tuple[bytes, int]]
-"""data → (line start offsets as int64 bytes, longest line): ``windowscan.line_starts`` or its C twin."""
-
-
-class _Lines(Sequence[bytes]):
-    """A window's lines, cut from its bytes only when asked for (no list of a million small objects)."""
-
-    def __init__(self, data: bytes, starts: Sequence[int]) -> None:
-        self._data, self._starts = data, starts
-
-    def __len__(self) -> int:
-        return len(self._starts)
-
-    def __getitem__(self, index):  # type: ignore[no-untyped-def, override]
-        if index < 0:
-            index += len(self._starts)
-        end = self._starts[index + 1] - 1 if index + 1 < len(self._starts) else len(self._data)
-        return self._data[self._starts[index] : end]
-
-
-def windows(stream: BinaryIO, starts_of: Starts, byte_limit: int | None = None) -> Iterator[tuple[bytes, Sequence[int]]]:
-    """The stream in windows of about ``WINDOW_BYTES`` of whole lines, each line cut to ``MAX_LINE_BYTES`` as
-    ``read_lines`` does, with the offsets of their line starts."""
-    carry = b""
-    skipping = False
-    left = byte_limit
-    while True:
-        size = WINDOW_BYTES if left is None else min(WINDOW_BYTES, left)
-        block = stream.read(size) if size > 0 else b""
-        if left is not None:
-            left -= len(block)
-        if not block:
-            if carry:
-                yield carry, [0]
-            return
-        if skipping:
-            newline = block.find(b"\n")
-            if newline == -1:
-                continue
-            block, skipping = block[newline:], False
-        cut = block.rfind(b"\n")
-        if cut == -1:
-            carry += block
-            if len(carry) > MAX_LINE_BYTES:
-                carry, skipping = carry[:MAX_LINE_BYTES], True
-            continue
-        data = b"".join((carry, memoryview(block)[:cut]))  # one copy
-        carry = block[cut + 1 :]
-        if len(carry) > MAX_LINE_BYTES:
-            carry, skipping = carry[:MAX_LINE_BYTES], True
-        yield from _by_lines(data, starts_of)
-
-
-def _by_lines(window: bytes, starts_of: Starts) -> Iterator[tuple[bytes, Sequence[int]]]:
-    """A block cut into windows of at most ``WINDOW_LINES`` lines (memory is per line as much as per byte)."""
-    raw, longest = starts_of(window)
-    if longest > MAX_LINE_BYTES:
-        window = b"\n".join(line[:MAX_LINE_BYTES] for line in window.split(b"\n"))
-        raw, longest = starts_of(window)
-    starts = memoryview(raw).cast("q")
-    if len(starts) <= WINDOW_LINES:
-        yield window, starts
-        return
-    for first in range(0, len(starts), WINDOW_LINES):
-        begin = starts[first]
-        end = starts[first + WINDOW_LINES] - 1 if first + WINDOW_LINES < len(starts) else len(window)
-        part = window[begin:end]
-        yield part, memoryview(starts_of(part)[0]).cast("q")
-
-
 class _Window:
     """One window's lines, parsed lazily, and the plan of which to feed."""
 
@@ -135,7 +66,7 @@ class _Window:
         self.data = data
         self.quick = not colour(data)
         """No colour code anywhere: the common line shapes may take ``quick_piece``."""
-        self.lines = _Lines(data, starts)
+        self.lines = Lines(data, starts)
         self.starts = starts
         self.first_line = first_line
         self.before = before
@@ -407,7 +338,7 @@ def bulk_scan(
     before: Piece | None = None
     lineno = first_line
     done = 0
-    for number, (data, starts) in enumerate(windows(stream, run.searches.line_starts, byte_limit)):
+    for number, (data, starts) in enumerate(windows(stream, run.searches.line_starts, WINDOW_BYTES, WINDOW_LINES, byte_limit)):
         window = _Window(data, starts, lineno, before, run.searches.colour)
         _scan_window(window, number == 0 and first_line == 1, scanner, run, sink, count)
         before = window.pieces(len(starts) - 1)[-1]
