@@ -188,3 +188,11 @@ def test_blank_lines_and_many_tiny_windows(tmp_path, monkeypatch):
     monkeypatch.setattr(bulk, "WINDOW_LINES", 7)
     lines = ["", "", *_hard_lines()[:30], "", "", *list(synth.incident("crash-ima", minutes=2))[:300], ""]
     _same_everywhere(write_log(tmp_path / "blank.log", lines), monkeypatch, window_bytes=700)
+
+
+def test_a_ray_worker_named_by_two_tags_keeps_its_last_line_in_a_counted_window(tmp_path, monkeypatch):
+    nested = ("(RayWorkerProc pid=7, ip=10.0.0.2) (Worker_TP0 pid=7) INFO 10-20 06:00:01 [worker.py:1] loading "
+              "the model")
+    lines = [RECEIVED, ADDED, ACCESS] * 30 + [nested] + [RECEIVED, ADDED, ACCESS] * 30
+    for size in (1000, 5000, 1 << 16):
+        _same_everywhere(write_log(tmp_path / f"ray-{size}.log", lines), monkeypatch, window_bytes=size)

@@ -134,17 +134,25 @@ class _Window:
 
 
 def _last_lines_of_procs(window: _Window, data: bytes, starts: Sequence[int], tags: TagSearch) -> list[int]:
-    """The last line of each process in the window (tags found in bulk, each confirmed by the parser)."""
+    """The last line of each process in the window (tags found in bulk, each confirmed by the parser).
+
+    The process a line names may combine two tags (Ray's ``(RayWorkerProc pid=7, ip=H)
+    (Worker_TP0 pid=7)`` is ``Worker_TP0`` on host H), so every process with the tag's pid
+    met walking back is one whose last line this is (feeding a line more is always exact);
+    the walk stops at the tag's own process, or at the window's start.
+    """
     found: list[int] = []
+    seen: set[Proc] = set()
     for whole, name, pid, ip in tags(data):
         host = decode_line(ip) if b", ip=" in whole else None
         proc = Proc(decode_line(name).strip(), int(pid), host)
         end = len(data)
-        while (position := data.rfind(whole, 0, end)) != -1:
+        while proc not in seen and (position := data.rfind(whole, 0, end)) != -1:
             index = bisect_right(starts, position) - 1
-            if any(piece.proc == proc for piece in window.pieces(index)):
-                found.append(index)
-                break
+            for piece in window.pieces(index):
+                if piece.proc is not None and piece.proc.pid == proc.pid and piece.proc not in seen:
+                    seen.add(piece.proc)
+                    found.append(index)
             end = starts[index]
     return found
 
