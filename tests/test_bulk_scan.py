@@ -23,11 +23,18 @@ from engdiag import synth
 from engdiag.analysis.timeline import TimelineBuilder
 from engdiag.logs import bulk
 from engdiag.logs.engines import ENV, active_backend
+from engdiag.logs.hotscan import native
 from engdiag.logs.inputs import MAX_LINE_BYTES, expand
 from engdiag.logs.source import scan_input
+from engdiag.logs.patterns import LITERALS
 from tests.conftest import CORPUS, run_engdiag, write_log
+from tests.test_hot_scan import ACCESS, ADDED, MUTATIONS, RECEIVED
+from tests.test_user_data import FIELDS as USER_FIELDS
+from tests.test_user_data import _request
 
 BULK = ["python"]
+if native() is not None:
+    BULK.append("native")
 try:
     import hyperscan  # noqa: F401
 
@@ -49,7 +56,7 @@ STYLES = {
 def _timeline(path, backend, monkeypatch):
     monkeypatch.setenv(ENV, backend)
     builder = TimelineBuilder()
-    summary = scan_input(expand([str(path)])[0], 0, 0, False, builder.add)
+    summary = scan_input(expand([str(path)])[0], 0, 0, False, builder.add, count=builder.count)
     return builder.build([summary])
 
 
@@ -96,6 +103,7 @@ def _hard_lines() -> list[str]:
     huge = "(APIServer pid=7) INFO 01-01 00:00:05 [logger.py:41] Received request big: prompt: '" + "y" * (
         MAX_LINE_BYTES + 4096) + "', params: SamplingParams(n=1), prompt_token_ids: [1, 2, 3]"
     after_huge = "(APIServer pid=7) ERROR 01-01 00:00:06 [async_llm.py:480] AsyncLLM output_handler failed."
+    impossible = "(EngineCore_DP0 pid=9) ERROR 02-30 09:31:00 [core.py:710] EngineCore encountered a fatal error."
     prefixed = [
         "2026-01-01T00:00:07.123456789Z \x1b[1;36m(EngineCore_DP0 pid=9)\x1b[0;0m WARNING 01-01 00:00:07 "
         "[shm_broadcast.py:466] No available shared memory broadcast block found in 60 second.",
@@ -108,7 +116,7 @@ def _hard_lines() -> list[str]:
         "(EngineCore_DP0) INFO 01-01 00:00:11 [core.py:1] Shutting down FastAPI HTTP server.",
     ]
     return [head.replace("ERROR", "INFO") + "vLLM API server version 0.9.0", *traceback, *stampless, *new_year,
-            huge, after_huge, *prefixed]
+            huge, after_huge, impossible, *prefixed]
 
 
 def test_hard_cases_across_tiny_windows(tmp_path, monkeypatch):
@@ -124,10 +132,12 @@ def test_a_log_across_new_year(tmp_path, monkeypatch):
     _same_everywhere(write_log(tmp_path / "newyear.log", lines), monkeypatch, window_bytes=5000)
 
 
-LINE_POOL = [line for case in sorted(CORPUS.glob("*/log.txt")) for line in case.read_text().splitlines()] + _hard_lines()[:40]
+LINE_POOL = [line for case in sorted(CORPUS.glob("*/log.txt")) for line in case.read_text().splitlines()] + \
+    _hard_lines()[:40] + MUTATIONS + [RECEIVED, ADDED, ACCESS] * 40 + \
+    [_request(i % 60, field, f"... {literal} ...") for i, field in enumerate(USER_FIELDS) for literal in LITERALS[::11]]
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(st.lists(st.integers(0, len(LINE_POOL) - 1), min_size=1, max_size=120), st.integers(64, 4096),
        st.booleans())
 def test_hypothesis_logs(tmp_path_factory, picks, window, trailing_newline):
@@ -179,3 +189,11 @@ def test_blank_lines_and_many_tiny_windows(tmp_path, monkeypatch):
     monkeypatch.setattr(bulk, "WINDOW_LINES", 7)
     lines = ["", "", *_hard_lines()[:30], "", "", *list(synth.incident("crash-ima", minutes=2))[:300], ""]
     _same_everywhere(write_log(tmp_path / "blank.log", lines), monkeypatch, window_bytes=700)
+
+
+def test_a_ray_worker_named_by_two_tags_keeps_its_last_line_in_a_counted_window(tmp_path, monkeypatch):
+    nested = ("(RayWorkerProc pid=7, ip=10.0.0.2) (Worker_TP0 pid=7) INFO 10-20 06:00:01 [worker.py:1] loading "
+              "the model")
+    lines = [RECEIVED, ADDED, ACCESS] * 30 + [nested] + [RECEIVED, ADDED, ACCESS] * 30
+    for size in (1000, 5000, 1 << 16):
+        _same_everywhere(write_log(tmp_path / f"ray-{size}.log", lines), monkeypatch, window_bytes=size)

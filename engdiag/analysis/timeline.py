@@ -10,6 +10,7 @@ what was fatal, and who went silent first.
 from __future__ import annotations
 
 from collections import Counter, deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from engdiag.logs.events import (
@@ -25,6 +26,7 @@ from engdiag.logs.events import (
     Stats,
     Version,
 )
+from engdiag.logs.hotscan import KEEP_LAST
 from engdiag.logs.scan import Seen, SourceSummary
 from engdiag.quantile import nearest_rank
 
@@ -100,7 +102,7 @@ SERVING = frozenset(
 
 _KEEP_FIRST = 64
 _KEEP_LAST = 512
-_KEEP_LAST_REQUESTS = 16
+_KEEP_LAST_REQUESTS = KEEP_LAST
 _HIGH_VOLUME = frozenset(
     {
         Signal.REQUEST_RECEIVED,
@@ -113,6 +115,9 @@ _HIGH_VOLUME = frozenset(
         Signal.ITERATION,
     }
 )
+
+_COUNTABLE = frozenset({Signal.REQUEST_RECEIVED, Signal.REQUEST_ADDED, Signal.PROMPT_LENGTH})
+"""High-volume signals that neither prove progress nor carry load figures: counting them loses nothing."""
 
 
 def order_key(event: Event, source_index: dict[str, int]) -> tuple[int, int, int]:
@@ -377,6 +382,27 @@ class TimelineBuilder:
             kept.add(event, 0, _KEEP_LAST_REQUESTS)
         else:
             kept.add(event, _KEEP_FIRST, _KEEP_LAST)
+
+    def count(self, source: str, signals: Mapping[Signal, int], prompt_lengths: Mapping[int, int]) -> None:
+        """Take request events that were counted, not built (the bulk scanner's hot lines).
+
+        Only high-volume signals that do not move the load tracker may be counted, and
+        only events older than the last ``KEEP_LAST`` of their signal in the input
+        (those are built and ``add``-ed): the result is what ``add`` of each would give.
+        Prompt lengths are exact sizes from the request log (never lower bounds).
+        """
+        for signal, number in signals.items():
+            if number <= 0:
+                continue
+            if signal not in _COUNTABLE:
+                raise ValueError(f"{signal} cannot be counted")
+            self._counts[signal] += number
+            kept = self._kept.setdefault((source, signal), _Kept())
+            kept.count += number
+        for tokens, number in prompt_lengths.items():
+            if number > 0:
+                self._lengths[tokens] += number
+                self._origins["request_log"] += number
 
     def _take_version(self, data: Version) -> None:
         """The first banner wins, unless it did not say the engine and a later one does."""

@@ -26,98 +26,48 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Callable, Iterator
-from itertools import accumulate
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import BinaryIO
 
-from engdiag.logs.engines import Finder
+from engdiag.logs import counting
+from engdiag.logs.counting import COUNTABLE, Count, scan_window
+from engdiag.logs.engines import Finder, finder, literal_bytes, searches
 from engdiag.logs.events import Event, Proc
-from engdiag.logs.inputs import MAX_LINE_BYTES, decode_line
+from engdiag.logs.hotscan import HOT_LITERALS
+from engdiag.logs.blocks import Lines, Starts, windows
+from engdiag.logs.windowscan import Searches
+
+TagSearch = Callable[[bytes], set[tuple[bytes, bytes, bytes, bytes]]]
+from engdiag.logs.inputs import decode_line
 from engdiag.logs.lines import Piece, Shape, pieces
 from engdiag.logs.quick import hot_events, quick_piece
 from engdiag.logs.records import joins, tracebackish
 from engdiag.logs.scan import LineScanner
 
-WINDOW_BYTES = 4 << 20
+WINDOW_BYTES = 8 << 20
 """Bytes searched at once: big enough to amortise the search, small enough for flat memory."""
 WINDOW_LINES = 1 << 16
 """Lines per window at most: memory is per line as much as per byte."""
 DENSE_SHARE = 8
 """A window with candidates on more than one line in this many is read line by line (planning would not pay)."""
 
-_ROLES = rb"(?:EngineCore|APIServer|ApiServer|VllmWorker|Worker|RayWorker)"
-_FALLBACK_CUES = (
-    re.compile(rb"\[rank[^\]\n]*\]:"),  # glog lines name their rank
-    re.compile(rb" NCCL "),  # NCCL lines name host, pid and device
-    re.compile(rb"(?:EngineCore|APIServer|ApiServer|VllmWorker|Worker)\S* (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) "),
-)
-"""Processes named where the bulk tag search cannot see them (one search each: an alternation is slow)."""
-_ROLE_TAG = re.compile(rb"\(" + _ROLES + rb"[^()\n]{0,250}\)")
-_ROLE_TAG_PID = re.compile(rb"\(" + _ROLES + rb"[^()\n]{0,250}? pid=\d+(?:, ip=[^)\s]*)?\)")
-_TAG = re.compile(rb"(\(([^()\n]{1,250}?) pid=(\d+)(?:, ip=([^)\s]*))?\))")
-"""Every process tag with a pid, and more (a superset: each is checked by the exact parser)."""
 _CLOCK = re.compile(rb":[^\n:]{2,8}:")
 """Every line with a time has this (``HH:MM:SS``, digits of any script): only such lines are parsed for one."""
 _CLOCK_SPAN = 10
 _CHUNK = 1 << 16
-_COLOUR = re.compile(rb"\x1b\[[0-9;]*[A-Za-z]|\^\[\[[0-9;]*m|\[[0-9;]*[0-9]m")
-"""Colour codes, as ``lines`` strips them: removed before the search so a literal they split is found."""
-
-
-def windows(stream: BinaryIO, byte_limit: int | None = None) -> Iterator[tuple[bytes, list[bytes]]]:
-    """The stream's lines in windows of about ``WINDOW_BYTES``, each cut to ``MAX_LINE_BYTES`` as ``read_lines`` does."""
-    carry = b""
-    skipping = False
-    left = byte_limit
-    while True:
-        size = WINDOW_BYTES if left is None else min(WINDOW_BYTES, left)
-        block = stream.read(size) if size > 0 else b""
-        if left is not None:
-            left -= len(block)
-        if not block:
-            if carry:
-                yield carry, [carry]
-            return
-        if skipping:
-            newline = block.find(b"\n")
-            if newline == -1:
-                continue
-            block, skipping = block[newline:], False
-        data = carry + block if carry else block
-        cut = data.rfind(b"\n")
-        if cut == -1:
-            carry = data
-            if len(carry) > MAX_LINE_BYTES:
-                carry, skipping = carry[:MAX_LINE_BYTES], True
-            continue
-        carry = data[cut + 1 :]
-        if len(carry) > MAX_LINE_BYTES:
-            carry, skipping = carry[:MAX_LINE_BYTES], True
-        yield from _by_lines(data[:cut])
-
-
-def _by_lines(window: bytes) -> Iterator[tuple[bytes, list[bytes]]]:
-    """A block cut into windows of at most ``WINDOW_LINES`` lines (tiny lines would make huge lists)."""
-    while True:
-        lines = window.split(b"\n", WINDOW_LINES)
-        more = len(lines) > WINDOW_LINES
-        window = lines.pop() if more else b""
-        if max(map(len, lines)) > MAX_LINE_BYTES:
-            lines = [line[:MAX_LINE_BYTES] for line in lines]
-        yield b"\n".join(lines), lines
-        if not more:
-            return
 
 
 class _Window:
     """One window's lines, parsed lazily, and the plan of which to feed."""
 
-    def __init__(self, data: bytes, lines: list[bytes], first_line: int, before: Piece | None) -> None:
+    def __init__(self, data: bytes, starts: Sequence[int], first_line: int, before: Piece | None,
+                 colour: Callable[[bytes], bool]) -> None:
         self.data = data
-        self.quick = _COLOUR.search(data) is None
+        self.quick = not colour(data)
         """No colour code anywhere: the common line shapes may take ``quick_piece``."""
-        self.lines = lines
-        self.starts = [0, *accumulate(len(line) + 1 for line in lines[:-1])]
+        self.lines = Lines(data, starts)
+        self.starts = starts
         self.first_line = first_line
         self.before = before
         self._pieces: dict[int, list[Piece]] = {}
@@ -183,18 +133,26 @@ class _Window:
         return None
 
 
-def _last_lines_of_procs(window: _Window, data: bytes, starts: list[int]) -> list[int]:
-    """The last line of each process in the window (tags found in bulk, each confirmed by the parser)."""
+def _last_lines_of_procs(window: _Window, data: bytes, starts: Sequence[int], tags: TagSearch) -> list[int]:
+    """The last line of each process in the window (tags found in bulk, each confirmed by the parser).
+
+    The process a line names may combine two tags (Ray's ``(RayWorkerProc pid=7, ip=H)
+    (Worker_TP0 pid=7)`` is ``Worker_TP0`` on host H), so every process with the tag's pid
+    met walking back is one whose last line this is (feeding a line more is always exact);
+    the walk stops at the tag's own process, or at the window's start.
+    """
     found: list[int] = []
-    for whole, name, pid, ip in set(_TAG.findall(data)):
+    seen: set[Proc] = set()
+    for whole, name, pid, ip in tags(data):
         host = decode_line(ip) if b", ip=" in whole else None
         proc = Proc(decode_line(name).strip(), int(pid), host)
         end = len(data)
-        while (position := data.rfind(whole, 0, end)) != -1:
+        while proc not in seen and (position := data.rfind(whole, 0, end)) != -1:
             index = bisect_right(starts, position) - 1
-            if any(piece.proc == proc for piece in window.pieces(index)):
-                found.append(index)
-                break
+            for piece in window.pieces(index):
+                if piece.proc is not None and piece.proc.pid == proc.pid and piece.proc not in seen:
+                    seen.add(piece.proc)
+                    found.append(index)
             end = starts[index]
     return found
 
@@ -211,31 +169,29 @@ def _hot(window: _Window, index: int, literals: set[int], source: str) -> list[E
     return hot_events(found[0], literals, source)
 
 
-def _candidates(window: _Window, find: Finder) -> dict[int, set[int]]:
+def _candidates(window: _Window, find: Finder, searches: Searches) -> dict[int, set[int]]:
     """Line index → literals it holds (searched with colour codes removed, as cleaning would)."""
     if window.quick:
         return find(window.data, window.starts)
-    searched = _COLOUR.sub(b"", window.data)
-    return find(searched, [0, *accumulate(len(line) + 1 for line in searched.split(b"\n")[:-1])])
+    searched = searches.strip_colour(window.data)
+    return find(searched, memoryview(searches.line_starts(searched)[0]).cast("q"))
 
 
-def _sparse(window: _Window, candidates: dict[int, set[int]]) -> bool:
+def _sparse(window: _Window, candidates: dict[int, set[int]], cues: Callable[[bytes], bool]) -> bool:
     """Few enough candidates, and every process visible to the tag search: worth planning."""
-    data = window.data
     if len(candidates) * DENSE_SHARE > len(window.lines):
         return False
-    if any(cue.search(data) is not None for cue in _FALLBACK_CUES):
-        return False
-    return len(_ROLE_TAG.findall(data)) == len(_ROLE_TAG_PID.findall(data))  # role tags without a pid: unseen
+    return not cues(window.data)
 
 
 def _plan(
     window: _Window, candidates: dict[int, set[int]], first_window: bool, hot: dict[int, list[Event]] | None,
-    source: str,
+    source: str, tags: TagSearch, extra: Iterable[int] = (),
 ) -> list[int]:
     """Indices of the lines to feed, in order.
 
-    ``hot`` (when given) receives the events of the one-line records read without ``extract``.
+    ``hot`` (when given) receives the events of the one-line records read without ``extract``;
+    ``extra`` lines are fed too (with the line their time comes from).
     """
     lines, data, starts = window.lines, window.data, window.starts
     wanted: set[int] = set()
@@ -260,7 +216,7 @@ def _plan(
     if first_window:
         first = window.first_timed()
         add(0, 0 if first is None else first)
-    for index in _last_lines_of_procs(window, data, starts):
+    for index in [*_last_lines_of_procs(window, data, starts, tags), *extra]:
         add(index, index)
     add(last, last)
     return sorted(wanted)
@@ -307,39 +263,94 @@ def _feed_all(
             window.forget(index - 1)
 
 
+@dataclass(frozen=True)
+class Engine:
+    """What a bulk backend searches with: every literal, all but the hot ones, and the hot-line scan."""
+
+    backend: str
+    searches: Searches
+    numbers: dict[bytes, int]
+    """Hot literal → its number in ``literal_bytes()``."""
+
+    def find(self, data: bytes, starts: Sequence[int]) -> dict[int, set[int]]:
+        """Every literal (compiled on first use: a counted log may never need it)."""
+        return finder(self.backend)(data, starts)
+
+    def find_rare(self, data: bytes, starts: Sequence[int]) -> dict[int, set[int]]:
+        """Every literal but the hot ones."""
+        return finder(self.backend, rare=True)(data, starts)
+
+
+def engine(backend: str) -> Engine:
+    """The search functions of a bulk backend (``native``, ``hyperscan`` or ``python``)."""
+    numbers = {literal: n for n, literal in enumerate(literal_bytes()) if literal in HOT_LITERALS}
+    return Engine(backend, searches(backend), numbers)
+
+
+def _feed(window: _Window, order: Iterable[int], known: dict[int, list[Event]], scanner: LineScanner,
+          sink: Callable[[Event], None]) -> None:
+    lineno = window.first_line
+    for index in order:
+        events = known.get(index)
+        if events is not None:
+            closed = scanner.feed_known(lineno + index, window.pieces(index)[0], events)
+        else:
+            closed = scanner.feed_pieces(lineno + index, window.pieces(index))
+        for event in closed:
+            sink(event)
+
+
+def _scan_window(window: _Window, first_window: bool, scanner: LineScanner, run: Engine,
+                 sink: Callable[[Event], None], count: Count | None) -> None:
+    """Feed one window: line by line if dense, else only the planned lines; hot lines counted when allowed."""
+    hot_events: dict[int, list[Event]] | None = None if scanner.show_prompts else {}
+    source = scanner.summary.name
+    hot = None
+    if count is not None and hot_events is not None and COUNTABLE:
+        hot = scan_window(window.data, run.searches.hot, scanner.last_stamp)
+    if hot is None:
+        found = _candidates(window, run.find, run.searches)
+    else:
+        found = counting.candidates(_candidates(window, run.find_rare, run.searches), hot, run.numbers)
+    if not _sparse(window, found, run.searches.cues):
+        if hot is not None:
+            found = counting.every_candidate(found, hot, run.numbers)
+        _feed_all(window, found, scanner, sink, hot_events is not None)
+        return
+    extra = hot.keep() if hot is not None else ()
+    plan = _plan(window, found, first_window, hot_events, source, run.searches.proc_tags, extra)
+    order = list(_with_gaps_closed(window, plan, window.before))
+    _feed(window, order, hot_events or {}, scanner, sink)
+    if hot is not None and count is not None:
+        signals, lengths = counting.counts(hot, order)
+        count(source, signals, lengths)
+
+
 def bulk_scan(
     stream: BinaryIO,
     scanner: LineScanner,
-    find: Finder,
+    backend: str,
     sink: Callable[[Event], None],
     *,
     first_line: int = 1,
     byte_limit: int | None = None,
     progress: Callable[[int], None] | None = None,
+    count: Count | None = None,
 ) -> None:
-    """Feed ``scanner`` what it needs of the stream to emit exactly the events of a full scan."""
+    """Feed ``scanner`` what it needs of the stream to emit exactly the events of a full scan.
+
+    With ``count`` (the timeline's counting entry point), plain request lines are
+    counted into it instead of being built as events (``engdiag.logs.counting``).
+    """
+    run = engine(backend)
     before: Piece | None = None
     lineno = first_line
     done = 0
-    for number, (data, lines) in enumerate(windows(stream, byte_limit)):
-        window = _Window(data, lines, lineno, before)
-        hot: dict[int, list[Event]] | None = None if scanner.show_prompts else {}
-        candidates = _candidates(window, find)
-        if not _sparse(window, candidates):
-            _feed_all(window, candidates, scanner, sink, hot is not None)
-        else:
-            plan = _plan(window, candidates, number == 0 and first_line == 1, hot, scanner.summary.name)
-            known = hot or {}
-            for index in _with_gaps_closed(window, plan, before):
-                events = known.get(index)
-                if events is not None:
-                    closed = scanner.feed_known(lineno + index, window.pieces(index)[0], events)
-                else:
-                    closed = scanner.feed_pieces(lineno + index, window.pieces(index))
-                for event in closed:
-                    sink(event)
-        before = window.pieces(len(lines) - 1)[-1]
-        lineno += len(lines)
-        done += sum(len(line) + 1 for line in lines)
+    for number, (data, starts) in enumerate(windows(stream, run.searches.line_starts, WINDOW_BYTES, WINDOW_LINES, byte_limit)):
+        window = _Window(data, starts, lineno, before, run.searches.colour)
+        _scan_window(window, number == 0 and first_line == 1, scanner, run, sink, count)
+        before = window.pieces(len(starts) - 1)[-1]
+        lineno += len(starts)
+        done += len(data) + 1
         if progress is not None:
             progress(done)

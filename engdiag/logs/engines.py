@@ -3,9 +3,12 @@
 The literals come from the rule table at run time (``patterns.LITERALS``: every
 rule's required literal, the tqdm bars and the 5xx access cue), so a rule added
 there is searched for here without any change.  ``hyperscan`` finds them all in
-one pass; the ``python`` engine runs ``bytes.find`` per literal.  ``lines`` is
+one pass; the ``python`` engine runs ``bytes.find`` per literal.  ``native`` is
+hyperscan (or ``bytes.find`` where hyperscan is missing) plus the C hot path of
+``engdiag/logs/_scan.c`` for the request lines that are counted, not parsed
+(``engdiag.logs.hotscan``; the other backends run its Python twin).  ``lines`` is
 no engine: it is the straightforward line scanner every backend must match.
-``ENGDIAG_SCANNER=hyperscan|python|lines`` forces one.
+``ENGDIAG_SCANNER=native|hyperscan|python|lines`` forces one.
 """
 
 from __future__ import annotations
@@ -16,10 +19,13 @@ from collections.abc import Callable, Sequence
 from functools import lru_cache
 
 from engdiag.errors import UsageError
+from engdiag.logs.hotscan import HOT_LITERALS, native
+from engdiag.logs.windowscan import PYTHON, Searches
+from engdiag.logs.windowscan import native as native_searches
 from engdiag.logs.patterns import LITERALS
 
 ENV = "ENGDIAG_SCANNER"
-BACKENDS = ("hyperscan", "python", "lines")
+BACKENDS = ("native", "hyperscan", "python", "lines")
 
 Finder = Callable[[bytes, Sequence[int]], dict[int, set[int]]]
 """(window, line start offsets) → line index → the indices (in ``literal_bytes()``) of the literals it holds."""
@@ -30,12 +36,17 @@ def literal_bytes() -> tuple[bytes, ...]:
     return tuple(dict.fromkeys(literal.encode() for literal in LITERALS))
 
 
-def _python_finder() -> Finder:
-    literals = literal_bytes()
+def _searched(rare: bool) -> list[tuple[int, bytes]]:
+    """(number, literal) of the literals a finder searches: all, or all but the hot ones (counted apart)."""
+    return [(n, lit) for n, lit in enumerate(literal_bytes()) if not (rare and lit in HOT_LITERALS)]
+
+
+def _python_finder(rare: bool) -> Finder:
+    literals = _searched(rare)
 
     def find(window: bytes, starts: Sequence[int]) -> dict[int, set[int]]:
         found: dict[int, set[int]] = {}
-        for number, literal in enumerate(literals):
+        for number, literal in literals:
             position = window.find(literal)
             while position != -1:
                 line = bisect_right(starts, position) - 1
@@ -47,24 +58,24 @@ def _python_finder() -> Finder:
     return find
 
 
-@lru_cache(maxsize=1)
-def _hyperscan_database():  # -> hyperscan.Database
+@lru_cache(maxsize=2)
+def _hyperscan_database(rare: bool = False):  # -> hyperscan.Database
     import re
 
     import hyperscan
 
-    literals = literal_bytes()
+    literals = _searched(rare)
     database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
     database.compile(
-        expressions=[re.escape(literal) for literal in literals],
-        ids=list(range(len(literals))),
+        expressions=[re.escape(literal) for _, literal in literals],
+        ids=[number for number, _ in literals],
         flags=[0] * len(literals),
     )
     return database
 
 
-def _hyperscan_finder() -> Finder:
-    database = _hyperscan_database()
+def _hyperscan_finder(rare: bool) -> Finder:
+    database = _hyperscan_database(rare)
 
     def find(window: bytes, starts: Sequence[int]) -> dict[int, set[int]]:
         hits: list[tuple[int, int]] = []
@@ -84,7 +95,7 @@ def _hyperscan_finder() -> Finder:
 
 def _hyperscan_works() -> bool:
     try:
-        _hyperscan_database()
+        _hyperscan_database(True)
     except Exception:  # noqa: BLE001 - missing, no SIMD support, or a broken wheel: use the next backend
         return False
     return True
@@ -101,13 +112,35 @@ def active_backend() -> str:
                 f"{ENV}=hyperscan but hyperscan cannot be loaded here",
                 hint="pip install 'engdiag[fast]' (Linux x86_64/aarch64), or unset " + ENV,
             )
+        if forced == "native" and native() is None:
+            raise UsageError(
+                f"{ENV}=native but the C scanner was not built in this installation",
+                hint="reinstall with a C compiler and Python headers present (pip install .), or unset " + ENV,
+            )
         return forced
+    if native() is not None:
+        return "native"
     return "hyperscan" if _hyperscan_works() else "python"
 
 
-def finder(backend: str) -> Finder:
-    """The literal search of a bulk backend."""
-    return _hyperscan_finder() if backend == "hyperscan" else _python_finder()
+@lru_cache(maxsize=8)
+def finder(backend: str, rare: bool = False) -> Finder:
+    """The literal search of a bulk backend: every literal, or (``rare``) all but the counted hot ones."""
+    if backend == "hyperscan" or (backend == "native" and _hyperscan_works()):
+        return _hyperscan_finder(rare)
+    return _python_finder(rare)
+
+
+def searches(backend: str) -> Searches:
+    """The window-level searches of a bulk backend (hot lines, cues, tags, line starts): C for ``native``."""
+    found = native_searches() if backend == "native" else None
+    return found if found is not None else PYTHON
+
+
+def available_backends() -> list[str]:
+    """The bulk backends that work in this installation, fastest first (``lines`` always does)."""
+    found = ["native"] if native() is not None else []
+    return [*found, *(["hyperscan"] if _hyperscan_works() else []), "python"]
 
 
 def describe_backend() -> str:

@@ -363,8 +363,21 @@ _STATS = re.compile(
 )
 
 
+class _Lazy:
+    """A rule's regex, compiled the first time a record holding its literal needs it (start-up stays short)."""
+
+    def __init__(self, pattern: str) -> None:
+        self.pattern = pattern
+
+    def __getattr__(self, name: str) -> object:
+        compiled = re.compile(self.pattern)
+        self.__dict__.update(search=compiled.search, finditer=compiled.finditer, match=compiled.match,
+                             fullmatch=compiled.fullmatch, findall=compiled.findall, sub=compiled.sub)
+        return getattr(compiled, name)
+
+
 def _c(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern)
+    return _Lazy(pattern)  # type: ignore[return-value]
 
 
 RULES: tuple[Rule, ...] = (

@@ -89,9 +89,11 @@ HOT = _hot_literals()
 def hot_events(piece: Piece, literals: set[int], source: str) -> list[Event] | None:
     """The events ``extract`` gives a one-piece vLLM record holding only these literals; stamps not yet placed.
 
-    None when the record is not that simple (the caller reads it the full way).
+    None when the record is not that simple (the caller reads it the full way) — also when
+    the piece has no time of its own (an impossible one, 02-30): ``extract`` gives its events
+    the time they borrow and says so.
     """
-    if piece.shape is not Shape.VLLM or not literals.issubset(HOT.keys()):
+    if piece.shape is not Shape.VLLM or piece.stamp is None or not literals.issubset(HOT.keys()):
         return None
     text = mask(piece.msg).text
     if "\n" in text:

@@ -10,7 +10,7 @@ line-by-line scan (tests/test_parallel_scan.py).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
@@ -18,8 +18,9 @@ from typing import BinaryIO, Protocol
 
 from engdiag.logs.bulk import bulk_scan
 from engdiag.logs.clock import Clock, base_years
-from engdiag.logs.engines import active_backend, finder
-from engdiag.logs.events import Event, Stamp
+from engdiag.logs.counting import Count
+from engdiag.logs.engines import active_backend
+from engdiag.logs.events import Event, Signal, Stamp
 from engdiag.logs.inputs import LogInput, count_lines, expand, file_size, is_plain, open_input, read_lines
 from engdiag.logs.lines import first_stamp
 from engdiag.logs.scan import LineScanner, SourceSummary
@@ -41,6 +42,8 @@ class Collector(Protocol):
     """Where events go: ``analysis``'s timeline builder (a worker process builds its own)."""
 
     def add(self, event: Event) -> None: ...
+
+    def count(self, source: str, signals: Mapping[Signal, int], prompt_lengths: Mapping[int, int]) -> None: ...
 
     def extend(self, later: Collector) -> None: ...
 
@@ -94,8 +97,13 @@ def scan_input(
     progress: Progress | None = None,
     window: Window = Window(),
     note: Note | None = None,
+    count: Count | None = None,
 ) -> SourceSummary:
-    """Stream every event of one input into ``sink`` (the line-by-line path); return its summary."""
+    """Stream every event of one input into ``sink``; return its summary.
+
+    With ``count``, the bulk backends count plain request lines into it instead of
+    sending their events (see ``engdiag.logs.counting``).
+    """
     scanner = LineScanner(log.name, index, base_year, show_prompts)
     total = file_size(log)
     timed = window.since is not None or window.until is not None
@@ -107,7 +115,7 @@ def scan_input(
         stream = opened.stream
         if window.empty and backend != "lines":
             report = None if progress is None else (lambda done: progress(log.name, done, total))
-            bulk_scan(stream, scanner, finder(backend), sink, progress=report)
+            bulk_scan(stream, scanner, backend, sink, progress=report, count=count)
             for event in scanner.finish():
                 sink(event)
             return scanner.summary
@@ -156,7 +164,8 @@ def _scan_range(part: _Range) -> _RangeResult:
     with open(part.path, "rb") as stream:
         stream.seek(part.start)
         if part.backend != "lines":
-            bulk_scan(stream, scanner, finder(part.backend), collector.add, first_line=first_line, byte_limit=limit)
+            bulk_scan(stream, scanner, part.backend, collector.add, first_line=first_line, byte_limit=limit,
+                      count=collector.count)
         else:
             for lineno, line in read_lines(stream, part.name, first_line=first_line, byte_limit=limit):
                 for event in scanner.feed(lineno, line):
@@ -263,6 +272,6 @@ def read_logs(
             if progress is not None:
                 progress(log.name, file_size(log) or 0, file_size(log))
         else:
-            summary = scan_input(log, index, years[index], show_prompts, main.add, progress, window, note)
+            summary = scan_input(log, index, years[index], show_prompts, main.add, progress, window, note, main.count)
         read.append(ReadInput(log.name, file_size(log), summary))
     return main, read

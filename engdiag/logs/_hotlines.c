@@ -1,0 +1,368 @@
+/* The native hot path of the bulk scanner: find the request lines that come by the
+ * thousand and say which of them can be counted instead of parsed.
+ *
+ * This is the C twin of engdiag/logs/hotscan.py (the pure-Python fallback); both
+ * implement the same conservative grammar and must agree exactly
+ * (tests/test_hot_scan.py).  A line is "ok" only when the line scanner would read it
+ * as a one-piece vLLM record holding exactly one hot literal set, whose events are
+ * known from the line alone, and whose successor cannot join it.  Anything else
+ * that holds a hot literal is reported as "bad" and is read the full way.
+ *
+ * hot_scan(data) -> (ok_index: bytes[int32], ok_kind: bytes[uint8], ok_tokens: bytes[int32],
+ *                    bad: list[(index, literal bits)], months: int)
+ * kind 1 = "Received request" (+ prompt_token_ids), 2 = "Added request".
+ * Literal bits: 1 "Received request", 2 "prompt_token_ids: ", 4 "Added request".
+ */
+#include "_scan.h"
+
+#define REC "Received request"
+#define PTI "prompt_token_ids: "
+#define ADD "Added request"
+#define REC_N (sizeof(REC) - 1)
+#define PTI_N (sizeof(PTI) - 1)
+#define ADD_N (sizeof(ADD) - 1)
+
+typedef struct {
+    const char *name, *name_end; /* process tag name (NULL: none) */
+    const char *pid, *pid_end;
+    const char *level, *level_end;
+    const char *file, *file_end; /* "file:N" */
+    const char *msg;            /* first byte of the message */
+    int month;
+    int access;                 /* 1: "LEVEL:" + whitespace (uvicorn) instead of a vLLM header */
+} Header;
+
+static const char *digits(const char *p, const char *e, int n) {
+    for (int i = 0; i < n; i++, p++)
+        if (p >= e || !is_digit(*p)) return NULL;
+    return p;
+}
+
+static const char *colour_codes(const char *p, const char *e) {
+    /* ESC [ [0-9;]* m, any number of them */
+    while (p + 1 < e && p[0] == '\x1b' && p[1] == '[') {
+        const char *q = p + 2;
+        while (q < e && (is_digit(*q) || *q == ';')) q++;
+        if (q >= e || *q != 'm') return p;
+        p = q + 1;
+    }
+    return p;
+}
+
+static const char *kube_stamp(const char *p, const char *e) {
+    /* 20DD-DD-DDTDD:DD:DD(.D+)?(Z|[+-]DD:?DD) then one space */
+    if (e - p < 21 || p[0] != '2' || p[1] != '0') return NULL;
+    const char *q = digits(p, e, 4);
+    if (!q || *q++ != '-' || !(q = digits(q, e, 2)) || *q++ != '-' || !(q = digits(q, e, 2)) || *q++ != 'T')
+        return NULL;
+    if (!(q = digits(q, e, 2)) || *q++ != ':' || !(q = digits(q, e, 2)) || *q++ != ':' || !(q = digits(q, e, 2)))
+        return NULL;
+    if (q < e && *q == '.') {
+        const char *r = q + 1;
+        while (r < e && is_digit(*r)) r++;
+        if (r == q + 1) return NULL;
+        q = r;
+    }
+    if (q < e && *q == 'Z') q++;
+    else if (q < e && (*q == '+' || *q == '-')) {
+        if (!(q = digits(q + 1, e, 2))) return NULL;
+        if (q < e && *q == ':') q++;
+        if (!(q = digits(q, e, 2))) return NULL;
+    } else return NULL;
+    if (q >= e || *q != ' ') return NULL;
+    return q + 1;
+}
+
+/* The strict header grammar; 1 when the line has it (h filled), else 0. */
+static int header(const char *p, const char *e, Header *h) {
+    memset(h, 0, sizeof(*h));
+    if (e - p >= 2 && p[0] == '2' && p[1] == '0') {
+        const char *q = kube_stamp(p, e);
+        if (!q) return 0;
+        p = q;
+    }
+    p = colour_codes(p, e);
+    if (p < e && *p == '(') {
+        const char *q = p + 1;
+        if (q >= e || !((*q >= 'A' && *q <= 'Z') || (*q >= 'a' && *q <= 'z') || *q == '_')) return 0;
+        h->name = q++;
+        while (q < e && is_idchar(*q) && q - h->name <= 60) q++;
+        h->name_end = q;
+        if (e - q < 6 || memcmp(q, " pid=", 5) != 0) return 0;
+        q += 5;
+        h->pid = q;
+        while (q < e && is_digit(*q)) q++;
+        if (q == h->pid || q >= e || *q != ')') return 0;
+        h->pid_end = q++;
+        q = colour_codes(q, e);
+        if (q < e && (*q == ' ' || *q == '\t')) q++;
+        p = q;
+    }
+    while (p < e && *p == ' ') p++;
+    h->level = p;
+    const char *q = level(p, e);
+    if (!q) return 0;
+    h->level_end = q;
+    if (q < e && *q == ':') {
+        if (q + 1 < e && (q[1] == ' ' || q[1] == '\t')) {
+            h->access = 1;
+            h->msg = q + 1;
+            return 1;
+        }
+        return 0;
+    }
+    if (q >= e || *q++ != ' ') return 0;
+    const char *t = q;
+    if (!(q = digits(q, e, 2)) || *q++ != '-' || !(q = digits(q, e, 2)) || *q++ != ' ') return 0;
+    if (!(q = digits(q, e, 2)) || *q++ != ':' || !(q = digits(q, e, 2)) || *q++ != ':' || !(q = digits(q, e, 2)))
+        return 0;
+    h->month = (t[0] - '0') * 10 + (t[1] - '0');
+    if (q < e && *q == '.') {
+        const char *r = q + 1;
+        while (r < e && is_digit(*r)) r++;
+        if (r == q + 1) return 0;
+        q = r;
+    }
+    if (q >= e || *q++ != ' ') return 0;
+    if (q < e && *q == '[') q++;
+    const char *f = q;
+    while (q < e && *q != ']' && (unsigned char)*q > ' ' && (unsigned char)*q < 0x7f) q++;
+    if (q >= e || *q != ']') return 0;
+    const char *d = q;
+    while (d > f && is_digit(d[-1])) d--;
+    if (d == q || d - 1 <= f || d[-1] != ':') return 0;
+    h->file = f;
+    h->file_end = q;
+    q++;
+    if (q < e && *q == ' ') q++;
+    h->msg = q;
+    return 1;
+}
+
+static int same(const char *a, const char *ae, const char *b, const char *be) {
+    return (ae - a) == (be - b) && (a == NULL || memcmp(a, b, (size_t)(ae - a)) == 0);
+}
+
+/* Does the line starting at s (ending at e) surely start a record that cannot join h's? */
+static int safe_successor(const char *s, const char *e, const Header *h, int cr) {
+    Header n;
+    if (cr || !header(s, e, &n)) return 0;
+    if (n.access) return 1;
+    if (!same(n.name, n.name_end, h->name, h->name_end) || !same(n.pid, n.pid_end, h->pid, h->pid_end) ||
+        !same(n.level, n.level_end, h->level, h->level_end) || !same(n.file, n.file_end, h->file, h->file_end))
+        return 1;
+    return ((size_t)(e - n.msg) > REC_N && memcmp(n.msg, REC " ", REC_N + 1) == 0) ||
+           ((size_t)(e - n.msg) > ADD_N && memcmp(n.msg, ADD " ", ADD_N + 1) == 0);
+}
+
+/* Sorted offsets of one thing in the window, walked once from the start. */
+typedef struct {
+    Buf at;
+    Py_ssize_t next;
+} Hits;
+
+static const char *hit(Hits *h, Py_ssize_t i) { return ((const char **)h->at.data)[i]; }
+static Py_ssize_t nhits(Hits *h) { return h->at.len / (Py_ssize_t)sizeof(char *); }
+
+/* Skip hits before s; count those in [s, e) (leaves next at the first one in it); first one in *first. */
+static int count_in(Hits *h, const char *s, const char *e, const char **first) {
+    while (h->next < nhits(h) && hit(h, h->next) < s) h->next++;
+    int n = 0;
+    for (Py_ssize_t i = h->next; i < nhits(h) && hit(h, i) < e; i++) {
+        if (!n && first) *first = hit(h, i);
+        n++;
+    }
+    return n;
+}
+
+static int collect(Hits *h, const char *data, const char *e, const char *needle, size_t n, size_t k) {
+    for (const char *p = find_at(data, e, needle, n, k); p; p = find_at(p + 1, e, needle, n, k))
+        if (push(&h->at, &p) < 0) return -1;
+    return 0;
+}
+
+static int collect_byte(Hits *h, const char *data, const char *e, char c) {
+    for (const char *p = data; p < e && (p = memchr(p, c, (size_t)(e - p))) != NULL; p++)
+        if (push(&h->at, &p) < 0) return -1;
+    return 0;
+}
+
+/* '[' that starts a colour code (\[[0-9;]*[0-9]m) or Ray's "[repeated ". */
+static int collect_brackets(Hits *h, const char *data, const char *e) {
+    for (const char *p = data; p < e && (p = memchr(p, '[', (size_t)(e - p))) != NULL; p++) {
+        const char *r = p + 1;
+        while (r < e && (is_digit(*r) || *r == ';')) r++;
+        int colour = r < e && *r == 'm' && r > p + 1 && is_digit(r[-1]);
+        if ((colour || ((size_t)(e - p) >= 10 && memcmp(p, "[repeated ", 10) == 0)) && push(&h->at, &p) < 0) return -1;
+    }
+    return 0;
+}
+
+enum { H_REC, H_PTI, H_ADD, H_CR, H_BAR, H_ESC, H_BRACKET, H_NCCL, H_N };
+
+/* No byte or sequence that cleaning would act on in [p, e): CR, '|', ESC, colour codes, "[repeated ", " NCCL ". */
+static int clean_rest(Hits *hits, const char *p, const char *e) {
+    for (int k = H_CR; k < H_N; k++)
+        if (count_in(&hits[k], p, e, NULL)) return 0;
+    return 1;
+}
+
+/* How many bytes of p[0:n] are ','; *quoted when one is ' or ".  Eight bytes at a time: a zero byte of
+ * x ^ c*0x0101.. marks each byte equal to c. */
+static unsigned int count_commas(const unsigned char *p, size_t n, int *quoted) {
+    const uint64_t ones = 0x0101010101010101ULL, low7 = 0x7F7F7F7F7F7F7F7FULL, high = 0x8080808080808080ULL;
+    const uint64_t comma = ones * ',', quote = ones * '\'', dquote = ones * '"';
+    unsigned int total = 0;
+    uint64_t quotes = 0;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t x, y, z;
+        memcpy(&x, p + i, 8);
+        y = x ^ quote;
+        z = x ^ dquote;
+        x ^= comma;
+        uint64_t zero = ~(((x & low7) + low7) | x) & high; /* high bit of each byte that was ',' */
+        total += (unsigned int)(((zero >> 7) * ones) >> 56);
+        quotes |= (~(((y & low7) + low7) | y) | ~(((z & low7) + low7) | z)) & high;
+    }
+    for (; i < n; i++) {
+        total += p[i] == ',';
+        quotes |= p[i] == '\'' || p[i] == '"';
+    }
+    *quoted = quotes != 0;
+    return total;
+}
+
+/* The size mask() gives the token id list u[0:n] (between its brackets): commas + 1 when it holds
+ * anything, 0 when empty; -1 when its first non-space byte is neither a digit nor the end. */
+static int token_list(const unsigned char *u, size_t n) {
+    size_t i = 0;
+    while (i < n && u[i] == ' ') i++;
+    if (i == n) return 0;
+    if (!is_digit((char)u[i])) return -1;
+    int quoted;
+    unsigned int commas = count_commas(u + i, n - i, &quoted);
+    return quoted ? -1 : (int)commas + 1;
+}
+
+/* kind (1, 2) and tokens of an ok line, or 0. */
+static int classify(Hits *hits, const char *s, const char *e, const char *next, const char *next_end, int *tokens,
+                    int *month) {
+    const char *rec = NULL, *pti = NULL, *add = NULL;
+    int nrec = count_in(&hits[H_REC], s, e, &rec), npti = count_in(&hits[H_PTI], s, e, &pti);
+    int nadd = count_in(&hits[H_ADD], s, e, &add);
+    Header h;
+    if (next == NULL || !header(s, e, &h) || h.access) return 0;
+    if (!clean_rest(hits, h.msg, e)) return 0;
+    for (const char *q = s; q < h.msg; q++)
+        if ((unsigned char)*q >= 0x80) return 0;
+    const char *m = h.msg;
+    if (nrec == 1 && npti == 1 && nadd == 0 && rec == m && e - m > (Py_ssize_t)REC_N && m[REC_N] == ' ') {
+        const char *q = m + REC_N + 1, *id = q;
+        while (q < e && is_idchar(*q)) q++;
+        if (q == id || q >= e || *q != ':') return 0;
+        if (pti[-1] != ' ') return 0;
+        q = pti + PTI_N;
+        if (q >= e || *q != '[') return 0;
+        const char *close = memchr(q, ']', (size_t)(e - q));
+        if (!close) return 0;
+        int size = token_list((const unsigned char *)q + 1, (size_t)(close - q - 1));
+        if (size < 0) return 0;
+        /* a quote in (token_list) or after the list: "prompt_token_ids: [" may be inside a user string */
+        if (memchr(close, '\'', (size_t)(e - close)) || memchr(close, '"', (size_t)(e - close))) return 0;
+        *tokens = size;
+        if (!safe_successor(next, next_end, &h, count_in(&hits[H_CR], next, next_end, NULL))) return 0;
+        *month = h.month;
+        return 1;
+    }
+    if (nadd == 1 && nrec == 0 && npti == 0 && add == m && e - m > (Py_ssize_t)ADD_N + 1 && m[ADD_N] == ' ' &&
+        is_idchar(m[ADD_N + 1])) {
+        if (!safe_successor(next, next_end, &h, count_in(&hits[H_CR], next, next_end, NULL))) return 0;
+        *tokens = 0;
+        *month = h.month;
+        return 2;
+    }
+    return 0;
+}
+
+static const char *next_hot(Hits *hits, const char *line) {
+    const char *best = NULL;
+    for (int k = H_REC; k <= H_ADD; k++) {
+        Hits *h = &hits[k];
+        while (h->next < nhits(h) && hit(h, h->next) < line) h->next++;
+        if (h->next < nhits(h) && (!best || hit(h, h->next) < best)) best = hit(h, h->next);
+    }
+    return best;
+}
+
+PyObject *hot_scan(PyObject *self, PyObject *arg) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    const char *data = view.buf, *end = data + view.len;
+    Buf idx = {NULL, 0, 0, 4}, kind = {NULL, 0, 0, 1}, tok = {NULL, 0, 0, 4};
+    Hits hits[H_N];
+    memset(hits, 0, sizeof(hits));
+    for (int k = 0; k < H_N; k++) hits[k].at.item = sizeof(char *);
+    PyObject *bad = PyList_New(0), *result = NULL;
+    int months = 0;
+    if (!bad) goto done;
+    /* telling bytes: the 'q' of "request", the 'k' of "token" */
+    if (collect(&hits[H_REC], data, end, REC, REC_N, 12) < 0 || collect(&hits[H_PTI], data, end, PTI, PTI_N, 9) < 0 ||
+        collect(&hits[H_ADD], data, end, ADD, ADD_N, 10) < 0 || collect_byte(&hits[H_CR], data, end, '\r') < 0 ||
+        collect_byte(&hits[H_BAR], data, end, '|') < 0 || collect_byte(&hits[H_ESC], data, end, '\x1b') < 0 ||
+        collect_brackets(&hits[H_BRACKET], data, end) < 0 || collect(&hits[H_NCCL], data, end, " NCCL ", 6, 1) < 0) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    const char *line = data, *known = NULL, *known_nl = NULL; /* the newline after `known`, found before */
+    int32_t number = 0;
+    for (const char *at = next_hot(hits, data); at; at = next_hot(hits, line)) {
+        const char *nl;
+        while ((nl = (line == known ? known_nl : memchr(line, '\n', (size_t)(end - line)))) != NULL && nl < at) {
+            line = nl + 1;
+            number++;
+        }
+        const char *line_end = nl ? nl : end;
+        const char *r = NULL;
+        int bits = (count_in(&hits[H_REC], line, line_end, &r) ? 1 : 0) |
+                   (count_in(&hits[H_PTI], line, line_end, &r) ? 2 : 0) |
+                   (count_in(&hits[H_ADD], line, line_end, &r) ? 4 : 0);
+        const char *next = nl ? nl + 1 : NULL;
+        const char *next_end = next ? memchr(next, '\n', (size_t)(end - next)) : NULL;
+        known = next;
+        known_nl = next_end;
+        if (next && !next_end) next_end = end;
+        int tokens = 0, month = 0;
+        int k = classify(hits, line, line_end, next, next_end, &tokens, &month);
+        if (k) {
+            uint8_t kb = (uint8_t)k;
+            int32_t t = tokens;
+            if (push(&idx, &number) < 0 || push(&kind, &kb) < 0 || push(&tok, &t) < 0) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            if (month >= 1 && month <= 12) months |= 1 << month;
+        } else {
+            PyObject *item = Py_BuildValue("(ii)", (int)number, bits);
+            if (!item || PyList_Append(bad, item) < 0) {
+                Py_XDECREF(item);
+                goto done;
+            }
+            Py_DECREF(item);
+        }
+        if (!nl) break;
+        line = nl + 1;
+        number++;
+    }
+    result = Py_BuildValue("(y#y#y#Oi)", idx.data ? idx.data : "", idx.len, kind.data ? kind.data : "", kind.len,
+                           tok.data ? tok.data : "", tok.len, bad, months);
+done:
+    Py_XDECREF(bad);
+    PyMem_Free(idx.data);
+    PyMem_Free(kind.data);
+    PyMem_Free(tok.data);
+    for (int k = 0; k < H_N; k++) PyMem_Free(hits[k].at.data);
+    PyBuffer_Release(&view);
+    return result;
+}
+

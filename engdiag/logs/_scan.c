@@ -1,0 +1,252 @@
+/* The window-level searches of engdiag/logs/windowscan.py in C, and the module (hot_scan is in _hotlines.c).
+ * Each function must give exactly what its Python twin gives (tests/test_hot_scan.py). */
+#include "_scan.h"
+
+
+/* After the lazy content of a tag, at q: " pid=\d+(?:, ip=([^)\s]*))?\)"; the end after ')' or NULL. */
+static const char *pid_tail(const char *q, const char *e, const char **ip, const char **ip_end) {
+    if (e - q < 7 || q[0] != ' ' || q[1] != 'p' || memcmp(q, " pid=", 5) != 0 || !is_digit(q[5])) return NULL;
+    q += 5;
+    while (q < e && is_digit(*q)) q++;
+    *ip = *ip_end = NULL;
+    if (q < e && *q == ')') return q + 1;
+    if ((size_t)(e - q) >= 5 && memcmp(q, ", ip=", 5) == 0) {
+        const char *r = q + 5;
+        while (r < e && *r != ')' && !is_space(*r)) r++;
+        if (r < e && *r == ')') {
+            *ip = q + 5;
+            *ip_end = r;
+            return r + 1;
+        }
+    }
+    return NULL;
+}
+
+/* _TAG at the '(' at s, content starting at c (at least `least` chars): the end of the match or NULL. */
+static const char *tag_at(const char *c, const char *e, int least, const char **pid_at, const char **ip,
+                          const char **ip_end) {
+    for (int k = 0; k <= 250 && c + k <= e; k++) {
+        if (k >= least) {
+            const char *end = pid_tail(c + k, e, ip, ip_end);
+            if (end) {
+                *pid_at = c + k + 5;
+                return end;
+            }
+        }
+        if (c + k >= e) break;
+        char ch = c[k];
+        if (ch == '(' || ch == ')' || ch == '\n') break;
+    }
+    return NULL;
+}
+
+static PyObject *proc_tags(PyObject *self, PyObject *arg) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    const char *p = view.buf, *e = p + view.len;
+    PyObject *found = PySet_New(NULL);
+    const char *last = NULL;
+    Py_ssize_t last_len = 0;
+    while (found && p < e) {
+        const char *s = memchr(p, '(', (size_t)(e - p));
+        if (!s) break;
+        if (last && e - s >= last_len && memcmp(s, last, (size_t)last_len) == 0) {
+            p = s + last_len; /* the same bytes as the last tag found: the same match */
+            continue;
+        }
+        const char *pid_at, *ip, *ip_end;
+        const char *end = tag_at(s + 1, e, 1, &pid_at, &ip, &ip_end);
+        if (!end) {
+            p = s + 1;
+            continue;
+        }
+        if (!(last && end - s == last_len && memcmp(s, last, (size_t)last_len) == 0)) {
+            const char *pid_end = pid_at;
+            while (is_digit(*pid_end)) pid_end++;
+            PyObject *item = Py_BuildValue("(y#y#y#y#)", s, (Py_ssize_t)(end - s), s + 1, (Py_ssize_t)(pid_at - 5 - s - 1),
+                                           pid_at, (Py_ssize_t)(pid_end - pid_at), ip ? ip : "",
+                                           (Py_ssize_t)(ip ? ip_end - ip : 0));
+            if (!item || PySet_Add(found, item) < 0) {
+                Py_XDECREF(item);
+                Py_CLEAR(found);
+                break;
+            }
+            Py_DECREF(item);
+            last = s;
+            last_len = end - s;
+        }
+        p = end;
+    }
+    PyBuffer_Release(&view);
+    return found;
+}
+
+static const char *ROLES[] = {"EngineCore", "APIServer", "ApiServer", "VllmWorker", "Worker", "RayWorker"};
+
+static int bare_role_cue(const char *data, const char *e) {
+    static const char *names[] = {"EngineCore", "APIServer", "ApiServer", "Worker"};
+    for (int i = 0; i < 4; i++) {
+        size_t n = strlen(names[i]);
+        for (const char *p = find(data, e, names[i], n); p; p = find(p + 1, e, names[i], n)) {
+            const char *q = p + n;
+            if (q + 5 < e && q[0] == ' ' && q[1] == 'p' && q[2] == 'i' && q[3] == 'd' && q[4] == '=') continue;
+            while (q < e && !is_space(*q)) q++;
+            if (q < e && *q == ' ') {
+                const char *l = level(q + 1, e);
+                if (l && l < e && *l == ' ') return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+static int role_tags_without_pid(const char *data, const char *e) {
+    Py_ssize_t tags = 0, with_pid = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        const char *p = data, *last = NULL;
+        Py_ssize_t last_len = 0;
+        while (p < e) {
+            const char *s = memchr(p, '(', (size_t)(e - p));
+            if (!s) break;
+            if (last && e - s >= last_len && memcmp(s, last, (size_t)last_len) == 0) {
+                if (pass == 0) tags++; /* the same bytes as the last match: the same match */
+                else with_pid++;
+                p = s + last_len;
+                continue;
+            }
+            size_t n = 0;
+            for (int i = 0; i < 6 && !n; i++) {
+                size_t m = strlen(ROLES[i]);
+                if ((size_t)(e - s - 1) >= m && memcmp(s + 1, ROLES[i], m) == 0) n = m;
+            }
+            const char *end = NULL;
+            if (n && pass == 0) {
+                const char *q = s + 1 + n;
+                for (int k = 0; k <= 250 && q < e && *q != '(' && *q != ')' && *q != '\n'; k++) q++;
+                if (q < e && *q == ')' && q - (s + 1 + n) <= 250) end = q + 1;
+            } else if (n) {
+                const char *pid_at, *ip, *ip_end;
+                end = tag_at(s + 1 + n, e, 0, &pid_at, &ip, &ip_end);
+            }
+            if (end) {
+                if (pass == 0) tags++;
+                else with_pid++;
+                last = s;
+                last_len = end - s;
+                p = end;
+            } else p = s + 1;
+        }
+    }
+    return tags != with_pid;
+}
+
+static PyObject *cues(PyObject *self, PyObject *arg) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    const char *data = view.buf, *e = data + view.len;
+    int cue = 0;
+    for (const char *p = find(data, e, "[rank", 5); p && !cue; p = find(p + 1, e, "[rank", 5)) {
+        const char *q = p + 5;
+        while (q < e && *q != ']' && *q != '\n') q++;
+        cue = q + 1 < e && *q == ']' && q[1] == ':';
+    }
+    cue = cue || find(data, e, " NCCL ", 6) != NULL || bare_role_cue(data, e) || role_tags_without_pid(data, e);
+    PyBuffer_Release(&view);
+    return PyBool_FromLong(cue);
+}
+
+static PyObject *line_starts(PyObject *self, PyObject *arg) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    const char *data = view.buf, *e = data + view.len;
+    Buf out = {NULL, 0, 0, 8};
+    int64_t at = 0, longest = 0;
+    int failed = push(&out, &at) < 0;
+    for (const char *p = data; !failed && (p = memchr(p, '\n', (size_t)(e - p))) != NULL; p++) {
+        if (p - data - at > longest) longest = p - data - at;
+        at = p + 1 - data;
+        failed = push(&out, &at) < 0;
+    }
+    if (e - data - at > longest) longest = e - data - at;
+    PyObject *result = failed ? PyErr_NoMemory() : Py_BuildValue("(y#L)", out.data, out.len, (long long)longest);
+    PyMem_Free(out.data);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+/* \x1b\[[0-9;]*[A-Za-z] | \^\[\[[0-9;]*m | \[[0-9;]*[0-9]m anywhere (the colour codes lines.py strips). */
+static PyObject *colour(PyObject *self, PyObject *arg) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    const char *data = view.buf, *e = data + view.len;
+    int found = 0;
+    for (const char *p = data; !found && p < e && (p = memchr(p, '[', (size_t)(e - p))) != NULL; p++) {
+        const char *r = p + 1;
+        while (r < e && (is_digit(*r) || *r == ';')) r++;
+        if (r < e && *r == 'm' && r > p + 1 && is_digit(r[-1])) found = 1;
+        else if (p > data && p[-1] == '\x1b' && r < e && ((*r >= 'A' && *r <= 'Z') || (*r >= 'a' && *r <= 'z'))) found = 1;
+        else if (p - data >= 2 && p[-1] == '[' && p[-2] == '^') {
+            /* "^[[" then [0-9;]* m: r already skipped the digits after this '[' */
+            if (r < e && *r == 'm') found = 1;
+        }
+    }
+    PyBuffer_Release(&view);
+    return PyBool_FromLong(found);
+}
+
+/* data with the colour codes of colour() removed, as re.sub of that alternation does it. */
+static PyObject *strip_colour(PyObject *self, PyObject *arg) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    const char *data = view.buf, *e = data + view.len;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, view.len);
+    if (!out) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    char *w = PyBytes_AS_STRING(out);
+    const char *p = data;
+    while (p < e) {
+        const char *q = p;
+        while (q < e && *q != '\x1b' && *q != '^' && *q != '[') q++;
+        memcpy(w, p, (size_t)(q - p));
+        w += q - p;
+        if (q >= e) break;
+        const char *r = NULL;
+        if (*q == '\x1b' && q + 1 < e && q[1] == '[') {
+            r = q + 2;
+            while (r < e && (is_digit(*r) || *r == ';')) r++;
+            r = (r < e && ((*r >= 'A' && *r <= 'Z') || (*r >= 'a' && *r <= 'z'))) ? r + 1 : NULL;
+        } else if (*q == '^' && e - q >= 3 && q[1] == '[' && q[2] == '[') {
+            r = q + 3;
+            while (r < e && (is_digit(*r) || *r == ';')) r++;
+            r = (r < e && *r == 'm') ? r + 1 : NULL;
+        } else if (*q == '[') {
+            r = q + 1;
+            while (r < e && (is_digit(*r) || *r == ';')) r++;
+            r = (r < e && *r == 'm' && r > q + 1 && is_digit(r[-1])) ? r + 1 : NULL;
+        }
+        if (r) p = r;
+        else {
+            *w++ = *q;
+            p = q + 1;
+        }
+    }
+    PyBuffer_Release(&view);
+    if (_PyBytes_Resize(&out, w - PyBytes_AS_STRING(out)) < 0) return NULL;
+    return out;
+}
+
+static PyMethodDef methods[] = {
+    {"hot_scan", hot_scan, METH_O, "Request lines of a window that can be counted (see engdiag/logs/hotscan.py)."},
+    {"proc_tags", proc_tags, METH_O, "Distinct process tags with a pid, as bulk._TAG.findall finds them."},
+    {"cues", cues, METH_O, "Does the window name a process where the tag search cannot see it?"},
+    {"line_starts", line_starts, METH_O, "Offsets of the window's line starts (int64) and the longest line."},
+    {"colour", colour, METH_O, "Does the window hold a colour code?"},
+    {"strip_colour", strip_colour, METH_O, "The window without its colour codes."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "engdiag.logs._scan", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__scan(void) { return PyModule_Create(&module); }

@@ -1,0 +1,74 @@
+/* Helpers shared by the two halves of the C scanner (_hotlines.c, _scan.c). */
+#ifndef ENGDIAG_SCAN_H
+#define ENGDIAG_SCAN_H
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+static inline int is_digit(char c) { return c >= '0' && c <= '9'; }
+static inline int is_idchar(char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || is_digit(c) || c == '_' || c == '.' || c == '-';
+}
+
+
+static inline int is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+
+static inline const char *level(const char *p, const char *e) {
+    static const char *names[] = {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"};
+    for (int i = 0; i < 5; i++) {
+        size_t n = strlen(names[i]);
+        if ((size_t)(e - p) >= n && memcmp(p, names[i], n) == 0) return p + n;
+    }
+    return NULL;
+}
+
+
+/* memmem for short needles found thousands of times a window: memchr on one telling byte of the needle
+ * (k: one rare in logs), then memcmp.  glibc's memmem pays a set-up per call. */
+static inline const char *find_at(const char *p, const char *e, const char *needle, size_t n, size_t k) {
+    if (p >= e || (size_t)(e - p) < n) return NULL;
+    const char *last = e - n;
+    for (const char *q = p + k; q <= last + k;) {
+        q = memchr(q, needle[k], (size_t)(last + k + 1 - q));
+        if (!q) return NULL;
+        if (memcmp(q - k, needle, n) == 0) return q - k;
+        q++;
+    }
+    return NULL;
+}
+
+/* find_at with the first upper-case letter or punctuation of the needle as the telling byte. */
+static inline const char *find(const char *p, const char *e, const char *needle, size_t n) {
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if ((needle[i] >= 'A' && needle[i] <= 'Z') || needle[i] == '_' || needle[i] == '[') {
+            k = i;
+            break;
+        }
+    return find_at(p, e, needle, n, k);
+}
+
+
+typedef struct {
+    char *data;
+    Py_ssize_t len, cap, item;
+} Buf;
+
+static inline int push(Buf *b, const void *value) {
+    if (b->len + b->item > b->cap) {
+        Py_ssize_t cap = b->cap ? b->cap * 2 : 4096;
+        char *grown = PyMem_Realloc(b->data, (size_t)cap);
+        if (!grown) return -1;
+        b->data = grown;
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, value, (size_t)b->item);
+    b->len += b->item;
+    return 0;
+}
+
+
+PyObject *hot_scan(PyObject *self, PyObject *arg);
+
+#endif

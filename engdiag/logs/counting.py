@@ -1,0 +1,135 @@
+"""Count the request lines of a window instead of building their events.
+
+``hotscan`` says which lines are plain request records (ok) and which hold a
+request literal but must be read the full way (bad).  Here a window's scan
+becomes: the candidates the bulk planner must read (the rare literals' lines,
+the bad lines, and the hot literals of any candidate), the ok lines to read the
+full way anyway (the last ``KEEP_LAST`` of each signal, which the timeline
+keeps), and — once the planner has said which lines it fed — the counts of the
+rest: requests received and added, and the prompt-length histogram.
+
+Guards: counting is off when the rule table no longer reads these lines the
+way ``hotscan`` assumes (checked at import), and for a window around New Year
+(a counted line's stamp never reaches the clock that places the year).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+from engdiag.logs.events import Signal, Stamp
+from engdiag.logs.hotscan import ADD, BITS, KEEP_LAST, PTI, REC, HotScan
+from engdiag.logs.patterns import RULES_BY_LITERAL
+
+Count = Callable[[str, Mapping[Signal, int], Mapping[int, int]], None]
+"""Where counts go: (input name, signal → count, prompt tokens → count) — the timeline's ``count``."""
+
+_EXPECTED = {
+    REC: (Signal.REQUEST_RECEIVED, r"Received request \S+?:"),
+    PTI: (Signal.PROMPT_LENGTH, r"prompt_token_ids: <(?P<least>≥)?(?P<n>\d+) token ids>"),
+    ADD: (Signal.REQUEST_ADDED, r"Added request \S+"),
+}
+
+
+def _rules_as_assumed() -> bool:
+    """Each hot literal has exactly the one rule whose events ``hotscan`` predicts."""
+    for literal, (signal, pattern) in _EXPECTED.items():
+        rules = RULES_BY_LITERAL.get(literal.decode(), ())
+        if len(rules) != 1 or rules[0].signal is not signal or rules[0].pattern.pattern != pattern or rules[0].every:
+            return False
+    return True
+
+
+COUNTABLE = _rules_as_assumed()
+
+
+@dataclass
+class HotWindow:
+    """One window's hot lines."""
+
+    index: memoryview
+    """Ok line indices, ascending (int32)."""
+    kind: bytes
+    tokens: memoryview
+    bad: list[tuple[int, int]]
+
+    def kind_of(self, line: int) -> int:
+        """1 (received), 2 (added) or 0 (not an ok line)."""
+        at = bisect_left(self.index, line)
+        return self.kind[at] if at < len(self.index) and self.index[at] == line else 0
+
+    def keep(self) -> list[int]:
+        """The last ``KEEP_LAST`` ok lines of each signal (read the full way: the timeline keeps their events)."""
+        found: list[int] = []
+        for kind in (1, 2):
+            end, with_length, plain = len(self.kind), 0, 0
+            while (with_length < KEEP_LAST or plain < KEEP_LAST) and (at := self.kind.rfind(kind, 0, end)) != -1:
+                end = at
+                counts_length = kind == 1 and self.tokens[at] > 0
+                if plain < KEEP_LAST or (counts_length and with_length < KEEP_LAST):
+                    found.append(self.index[at])
+                plain += 1
+                with_length += counts_length
+                if kind == 2:
+                    with_length = KEEP_LAST  # added requests carry no prompt length
+        return found
+
+
+def scan_window(data: bytes, scan: HotScan, last: Stamp | None) -> HotWindow | None:
+    """The window's hot lines, or None when they must not be counted here (New Year)."""
+    index, kind, tokens, bad, months = scan(data)
+    december, january = months & (1 << 12), months & (1 << 1)
+    if (december and january) or (last is not None and ((last.month == 12 and january) or
+                                                          (last.month == 1 and december))):
+        return None
+    return HotWindow(memoryview(index).cast("i"), kind, memoryview(tokens).cast("i"), bad)
+
+
+def _numbers(bits: int, numbers: Mapping[bytes, int]) -> set[int]:
+    return {numbers[literal] for literal, bit in BITS.items() if bits & bit}
+
+
+def candidates(rare: dict[int, set[int]], hot: HotWindow, numbers: Mapping[bytes, int]) -> dict[int, set[int]]:
+    """Lines to read the full way, with their literals: the rare literals' lines (plus any hot literal they hold)
+    and the bad hot lines."""
+    merged = dict(rare)
+    for line, literals in rare.items():
+        kind = hot.kind_of(line)
+        if kind:
+            merged[line] = literals | _numbers(3 if kind == 1 else 4, numbers)
+    for line, bits in hot.bad:
+        merged[line] = merged.get(line, set()) | _numbers(bits, numbers)
+    return merged
+
+
+def every_candidate(merged: dict[int, set[int]], hot: HotWindow, numbers: Mapping[bytes, int]) -> dict[int, set[int]]:
+    """``merged`` plus every ok line with its literals (a window read line by line counts nothing)."""
+    full = dict(merged)
+    received, added = _numbers(3, numbers), _numbers(4, numbers)
+    for at, line in enumerate(hot.index):
+        if line not in full:
+            full[line] = set(received if hot.kind[at] == 1 else added)
+    return full
+
+
+def counts(hot: HotWindow, fed: Iterable[int]) -> tuple[dict[Signal, int], Counter[int]]:
+    """Signal counts and prompt lengths of the ok lines that were not fed."""
+    lengths: Counter[int] = Counter(hot.tokens)
+    received, added = hot.kind.count(1), hot.kind.count(2)
+    for line in fed:
+        kind = hot.kind_of(line)
+        if kind == 1:
+            received -= 1
+            lengths[hot.tokens[bisect_left(hot.index, line)]] -= 1
+        elif kind == 2:
+            added -= 1
+    lengths[0] = 0
+    lengths = +lengths
+    return {
+        Signal.REQUEST_RECEIVED: received,
+        Signal.REQUEST_ADDED: added,
+        Signal.PROMPT_LENGTH: sum(lengths.values()),
+    }, lengths

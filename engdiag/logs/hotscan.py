@@ -1,0 +1,172 @@
+"""The request lines that come by the thousand: which of them can be counted instead of parsed.
+
+With request logging on, most lines of a busy vLLM log are ``Received request``
+(with its prompt token ids) and ``Added request`` lines.  Building an event for
+each costs ~10 µs of Python; the timeline only keeps the last few of them and
+counts the rest.  ``hot_scan`` finds, in one window, the lines that are surely
+one-piece vLLM records whose events are known from the line alone — a strict
+header (optionally behind a kubectl stamp and colour codes), exactly one set of
+hot literals at the message start, a closed list of token ids with no quote
+after it (so the ids are not user data), nothing cleaning would change, and a
+next line that surely starts a record of its own.  Every other line holding a
+hot literal is returned as "bad" and read the full way.
+
+The same grammar exists in C (``engdiag/logs/_scan.c``, the ``native`` backend);
+this module is its pure-Python twin, and tests/test_hot_scan.py holds both to
+each other and, through the bulk scanner, to the line scanner.
+
+Returns ``(ok_index, ok_kind, ok_tokens, bad, months)``: the ok lines' indices
+(int32 array bytes), kinds (1 received, 2 added; uint8), token counts (int32),
+``[(index, literal bits)]`` of the bad lines (bits: 1 received, 2 token ids,
+4 added) and a bitmask of the months of the ok lines (for the New Year guard).
+"""
+
+from __future__ import annotations
+
+import re
+from array import array
+from collections.abc import Callable
+from functools import lru_cache
+
+HotScan = Callable[[bytes], tuple[bytes, bytes, bytes, list[tuple[int, int]], int]]
+
+REC = b"Received request"
+PTI = b"prompt_token_ids: "
+ADD = b"Added request"
+BITS = {REC: 1, PTI: 2, ADD: 4}
+"""Literal → bit in ``bad``."""
+HOT_LITERALS = frozenset(BITS)
+"""The literals of the lines that are counted; the literal search looks for all the others."""
+KEEP_LAST = 16
+"""Request events the timeline keeps per signal and input (the last ones): these are read the full way."""
+
+_CODES = rb"(?:\x1b\[[0-9;]*m)*"
+_HEADER = re.compile(
+    rb"(?:20\d\d-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d) )?" + _CODES
+    + rb"(?:\((?P<name>[A-Za-z_][A-Za-z0-9_.-]{0,60}) pid=(?P<pid>\d+)\)" + _CODES + rb"[ \t]?)? *"
+    rb"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL)"
+    rb"(?:(?P<access>:[ \t])| (?P<mo>\d\d)-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?(?P<file>[!-\\^-~]+?:\d+)\] ?)"
+)
+"""The strict header (ASCII); group ``access`` for a uvicorn line, else ``file`` and the month."""
+_UNCLEAN = (b"\r", b"|", b"\x1b", b"[repeated ", b" NCCL ")
+_COLOUR_CODE = re.compile(rb"\[[0-9;]*[0-9]m")
+_ID = re.compile(rb"[A-Za-z0-9_.-]+")
+
+
+def _header(data: bytes, start: int, end: int) -> re.Match[bytes] | None:
+    match = _HEADER.match(data, start, end)
+    if match is None or (match["name"] is not None and len(match["name"]) > 61):
+        return None
+    return match
+
+
+def _safe_successor(data: bytes, start: int, end: int, head: re.Match[bytes]) -> bool:
+    """Does the line at ``start`` surely start a record that cannot join ``head``'s?"""
+    if data.find(b"\r", start, end) != -1:
+        return False
+    match = _header(data, start, end)
+    if match is None:
+        return False
+    if match["access"] is not None:
+        return True
+    if match.group("name", "pid", "level", "file") != head.group("name", "pid", "level", "file"):
+        return True
+    msg = match.end()
+    return data.startswith(REC + b" ", msg) or data.startswith(ADD + b" ", msg)
+
+
+def _classify(data: bytes, start: int, end: int, bits: int, next_end: int | None) -> tuple[int, int, int]:
+    """(kind, tokens, month) of an ok line; kind 0 when it must be read the full way."""
+    if next_end is None:
+        return 0, 0, 0
+    head = _header(data, start, end)
+    if head is None or head["access"] is not None:
+        return 0, 0, 0
+    msg = head.end()
+    rest = data[msg:end]
+    if any(cue in rest for cue in _UNCLEAN) or _COLOUR_CODE.search(rest) is not None or not data[start:msg].isascii():
+        return 0, 0, 0
+    month = int(head["mo"])
+    if bits == 3 and data.startswith(REC + b" ", msg):
+        if data.find(REC, msg + 1, end) != -1:
+            return 0, 0, 0
+        ident = _ID.match(data, msg + len(REC) + 1, end)
+        if ident is None or data[ident.end() : ident.end() + 1] != b":" or ident.end() >= end:
+            return 0, 0, 0
+        at = data.find(PTI, start, end)
+        if at == -1 or data.find(PTI, at + 1, end) != -1 or data[at - 1 : at] != b" ":
+            return 0, 0, 0
+        opening = at + len(PTI)
+        close = data.find(b"]", opening, end)
+        if data[opening : opening + 1] != b"[" or close == -1:
+            return 0, 0, 0
+        rest = data[opening:end]
+        if b"'" in rest or b'"' in rest:
+            return 0, 0, 0  # a quote in or after the list: "prompt_token_ids: [" may be inside a user string
+        inside = data[opening + 1 : close].lstrip(b" ")
+        if inside and not inside[:1].isdigit():
+            return 0, 0, 0  # mask() counts what is there; only a list that starts with an id is surely ids
+        tokens = inside.count(b",") + 1 if inside else 0
+        if not _safe_successor(data, end + 1, next_end, head):
+            return 0, 0, 0
+        return 1, tokens, month
+    after = msg + len(ADD) + 1
+    if bits == 4 and data.startswith(ADD + b" ", msg) and _ID.match(data, after, min(after + 1, end)):
+        if data.find(ADD, msg + 1, end) != -1 or not _safe_successor(data, end + 1, next_end, head):
+            return 0, 0, 0
+        return 2, 0, month
+    return 0, 0, 0
+
+
+def _bits(line: bytes) -> int:
+    return (REC in line) | (PTI in line) << 1 | (ADD in line) << 2
+
+
+def hot_scan(data: bytes) -> tuple[bytes, bytes, bytes, list[tuple[int, int]], int]:
+    """Pure-Python ``hot_scan`` (see the module docstring)."""
+    index, kinds, tokens = array("i"), array("B"), array("i")
+    bad: list[tuple[int, int]] = []
+    months = 0
+    size = len(data)
+    line, number = 0, 0
+    hits = {b" request": data.find(b" request"), b"_token_ids: ": data.find(b"_token_ids: ")}
+    while True:
+        for needle, at in hits.items():
+            if at != -1 and at < line:
+                hits[needle] = data.find(needle, line)
+        live = [at for at in hits.values() if at != -1]
+        if not live:
+            break
+        hit = min(live)
+        number += data.count(b"\n", line, hit)
+        line = data.rfind(b"\n", 0, hit) + 1
+        end = data.find(b"\n", hit)
+        end = size if end == -1 else end
+        bits = _bits(data[line:end])
+        if bits:
+            next_end = None
+            if end < size:
+                following = data.find(b"\n", end + 1)
+                next_end = size if following == -1 else following
+            kind, count, month = _classify(data, line, end, bits, next_end)
+            if kind:
+                index.append(number)
+                kinds.append(kind)
+                tokens.append(count)
+                months |= 1 << month if 1 <= month <= 12 else 0
+            else:
+                bad.append((number, bits))
+        if end >= size:
+            break
+        line, number = end + 1, number + 1
+    return index.tobytes(), kinds.tobytes(), tokens.tobytes(), bad, months
+
+
+@lru_cache(maxsize=1)
+def native() -> HotScan | None:
+    """The C ``hot_scan`` when the extension was built, else None."""
+    try:
+        from engdiag.logs._scan import hot_scan as scan  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    return scan  # type: ignore[no-any-return]

@@ -1,0 +1,90 @@
+"""Window-level searches of the bulk planner, in Python; ``engdiag/logs/_scan.c`` has their C twins.
+
+- ``cues``: does the window name a process where the bulk tag search cannot see
+  it (glog ``[rankN]:``, NCCL, bare role names, role tags without ``pid=``)?  Then
+  the window is read line by line;
+- ``proc_tags``: the distinct process tags with a pid (a superset of the
+  processes: each is confirmed by the exact parser);
+- ``line_starts``: offsets of the window's line starts (and the longest line);
+- ``colour`` / ``strip_colour``: does the window hold a colour code / the window without them.
+
+tests/test_hot_scan.py holds the C and Python versions to each other.
+"""
+
+from __future__ import annotations
+
+import re
+from array import array
+from collections.abc import Callable
+from dataclasses import dataclass
+from itertools import accumulate
+
+from engdiag.logs.hotscan import HotScan, hot_scan
+from engdiag.logs.hotscan import native as native_hot
+
+_ROLES = rb"(?:EngineCore|APIServer|ApiServer|VllmWorker|Worker|RayWorker)"
+_RANK = re.compile(rb"\[rank[^\]\n]*\]:")
+_BARE_ROLE = re.compile(rb"(?:EngineCore|APIServer|ApiServer|VllmWorker|Worker)\S* (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) ")
+_ROLE_TAG = re.compile(rb"\(" + _ROLES + rb"[^()\n]{0,250}\)")
+_ROLE_TAG_PID = re.compile(rb"\(" + _ROLES + rb"[^()\n]{0,250}? pid=\d+(?:, ip=[^)\s]*)?\)")
+_COLOUR = re.compile(rb"\x1b\[[0-9;]*[A-Za-z]|\^\[\[[0-9;]*m|\[[0-9;]*[0-9]m")
+"""Colour codes, as ``lines`` strips them (``engdiag.logs.bulk`` removes them before the literal search)."""
+_TAG = re.compile(rb"(\(([^()\n]{1,250}?) pid=(\d+)(?:, ip=([^)\s]*))?\))")
+"""Every process tag with a pid, and more (a superset: each is checked by the exact parser)."""
+
+
+def cues(data: bytes) -> bool:
+    """Processes named where the tag search cannot see them (each search behind a cheap ``in``)."""
+    if b"[rank" in data and _RANK.search(data) is not None:
+        return True
+    if b" NCCL " in data:
+        return True
+    if _BARE_ROLE.search(data) is not None:
+        return True
+    return len(_ROLE_TAG.findall(data)) != len(_ROLE_TAG_PID.findall(data))
+
+
+def proc_tags(data: bytes) -> set[tuple[bytes, bytes, bytes, bytes]]:
+    """(whole tag, name, pid, ip or b"") of every distinct process tag with a pid."""
+    return set(_TAG.findall(data))
+
+
+def line_starts(data: bytes) -> tuple[bytes, int]:
+    """Offsets (int64 bytes) of the line starts of ``data`` (lines joined by ``\\n``), and the longest line."""
+    lengths = [len(line) for line in data.split(b"\n")]
+    return array("q", [0, *accumulate(length + 1 for length in lengths[:-1])]).tobytes(), max(lengths)
+
+
+def colour(data: bytes) -> bool:
+    """Does ``data`` hold a colour code (as ``lines`` strips them)?"""
+    return _COLOUR.search(data) is not None
+
+
+def strip_colour(data: bytes) -> bytes:
+    """``data`` without its colour codes (so that a literal they split is found)."""
+    return _COLOUR.sub(b"", data)
+
+
+@dataclass(frozen=True)
+class Searches:
+    """One implementation of the window-level searches."""
+
+    hot: HotScan
+    cues: Callable[[bytes], bool]
+    proc_tags: Callable[[bytes], set[tuple[bytes, bytes, bytes, bytes]]]
+    line_starts: Callable[[bytes], tuple[bytes, int]]
+    colour: Callable[[bytes], bool]
+    strip_colour: Callable[[bytes], bytes]
+
+
+PYTHON = Searches(hot_scan, cues, proc_tags, line_starts, colour, strip_colour)
+
+
+def native() -> Searches | None:
+    """The C searches when the extension was built, else None."""
+    if native_hot() is None:
+        return None
+    from engdiag.logs import _scan  # type: ignore[attr-defined]
+
+    return Searches(_scan.hot_scan, _scan.cues, _scan.proc_tags, _scan.line_starts, _scan.colour,
+                    _scan.strip_colour)

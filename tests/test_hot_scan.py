@@ -1,0 +1,220 @@
+"""The hot path: the C scanner and its Python twin agree, request lines are really counted, and counting
+changes nothing a user sees.
+
+``engdiag/logs/_scan.c`` and ``engdiag/logs/hotscan.py`` / ``windowscan.py`` implement the same
+window-level searches; these tests feed both the corpus, every generated shape, request lines with rule
+literals in every user-data field, and Hypothesis-made windows of real and mutated lines.  Whole-timeline
+equality with the line scanner is in tests/test_bulk_scan.py.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from array import array
+import sys
+from collections import Counter
+from datetime import datetime
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engdiag import synth
+from engdiag.analysis.timeline import TimelineBuilder
+from engdiag.logs import bulk
+from engdiag.logs.engines import ENV, available_backends
+from engdiag.logs.events import Signal
+from engdiag.logs.inputs import expand
+from engdiag.logs.patterns import LITERALS
+from engdiag.logs.source import scan_input
+from engdiag.logs.windowscan import PYTHON, native
+from tests.conftest import CORPUS, write_log
+from tests.test_user_data import FIELDS as USER_FIELDS
+from tests.test_user_data import _request
+
+NATIVE = native()
+needs_native = pytest.mark.skipif(NATIVE is None, reason="the C scanner (engdiag.logs._scan) was not built here")
+
+RECEIVED = (
+    "(APIServer pid=41) INFO 10-20 06:00:00 [logger.py:41] Received request cmpl-1: prompt: 'hi', "
+    "params: SamplingParams(n=1, max_tokens=8), prompt_token_ids: [1, 2, 3], lora_request: None."
+)
+ADDED = "(APIServer pid=41) INFO 10-20 06:00:00 [async_llm.py:270] Added request cmpl-1."
+ACCESS = '(APIServer pid=41) INFO:     10.0.0.1:5000 - "POST /v1/completions HTTP/1.1" 200 OK'
+MUTATIONS = [
+    RECEIVED.replace("[1, 2, 3]", "[]"),
+    RECEIVED.replace("[1, 2, 3]", "[1, 2, 3"),
+    RECEIVED.replace("[1, 2, 3]", "[ , ]"),
+    RECEIVED.replace("[1, 2, 3]", "[-1, 2]"),
+    RECEIVED.replace("lora_request: None.", "lora_request: 'x'."),
+    RECEIVED.replace("'hi'", "'Added request x'"),
+    RECEIVED.replace("'hi'", "'prompt_token_ids: [9]'"),
+    RECEIVED.replace("'hi'", "'Received request y: z'"),
+    RECEIVED.replace("'hi'", "'a | b'"),
+    RECEIVED.replace("'hi'", "'\x1b[1mbold'"),
+    RECEIVED.replace("'hi'", "'[1mbold'"),
+    RECEIVED.replace("'hi'", "'x NCCL y'"),
+    RECEIVED.replace("'hi'", "'h\u00e9'"),
+    RECEIVED + " [repeated 3x across cluster]",
+    RECEIVED + "\r",
+    RECEIVED.replace("cmpl-1:", "cmpl 1:"),
+    RECEIVED.replace("cmpl-1:", "cmpl-\u00e91:"),
+    RECEIVED.replace("10-20", "02-30"),
+    RECEIVED.replace("(APIServer pid=41)", "(APIServer pid=41, ip=10.0.0.2)"),
+    RECEIVED.replace("(APIServer pid=41) ", ""),
+    RECEIVED.replace("[logger.py:41]", "logger.py:41]"),
+    RECEIVED.replace("INFO", "ERROR"),
+    "2025-10-20T13:00:00.05Z \x1b[0;36m" + RECEIVED.replace(") INFO", ")\x1b[0;0m INFO"),
+    "vllm-1  | " + RECEIVED,
+    ADDED.replace("cmpl-1.", ""),
+    ADDED.replace("cmpl-1.", " x"),
+    ADDED + " Added request again",
+    "Traceback: Added request x",
+    "  File \"x.py\", line 1, in Received request",
+    "(APIServer pid=41) INFO 10-20 06:00:00 [logger.py:41]   Traceback (most recent call last):",
+    "(APIServer pid=41) INFO 10-20 06:00:00 [logger.py:41] ",
+    RECEIVED.replace("'hi'", "'prompt_token_ids: [5'").replace("prompt_token_ids: [1, 2, 3], ", "") + " x: [1].",
+    RECEIVED.replace("[1, 2, 3]", "[1, 'x']"),
+    RECEIVED.replace("[1, 2, 3]", "[ 1,2 ,x]"),
+    "(APIServer pid=41) INFO 10-20 06:00:00 [async_llm.py:270] ValueError: bad",
+    "(APIServer) INFO 10-20 06:00:00 [core.py:1] x",
+    "[rank0]:[W1020 06:00:00.000 1 a.cpp:1] warn",
+    "host:1:2 [0] NCCL INFO x",
+    "EngineCore_DP0 INFO 10-20 06:00:00 [core.py:1] bare role",
+    "continued text without a prefix",
+    "",
+    ACCESS,
+]
+
+
+def _pool() -> list[str]:
+    lines = [line for case in sorted(CORPUS.glob("*/log.txt")) for line in case.read_text().splitlines()[:200]]
+    lines += [_request(i % 60, field, f"... {literal} ...") for i, (field, literal) in
+              enumerate((f, lit) for f in USER_FIELDS for lit in LITERALS[::7])]
+    return lines + MUTATIONS + [RECEIVED, ADDED, ACCESS] * 20
+
+
+POOL = _pool()
+
+
+def _same_searches(data: bytes) -> None:
+    assert NATIVE is not None
+    for name in ("hot", "cues", "proc_tags", "line_starts", "colour", "strip_colour"):
+        assert getattr(NATIVE, name)(data) == getattr(PYTHON, name)(data), name
+
+
+@needs_native
+@pytest.mark.parametrize("case", sorted(p.parent.name for p in CORPUS.glob("*/log.txt")))
+def test_c_and_python_agree_on_the_corpus(case):
+    data = (CORPUS / case / "log.txt").read_bytes()
+    _same_searches(data[: data.rfind(b"\n")] if data.endswith(b"\n") else data)
+
+
+@needs_native
+@pytest.mark.parametrize("style", [synth.Style(version="0.11.0", tp=2), synth.Style(kubectl=True, color="esc"),
+                                   synth.Style(version="0.6.3"), synth.Style(compose="vllm-1", color="lost", crlf=True),
+                                   synth.Style(ray=True, glue=True), synth.Style(color="caret", wrap=140)])
+def test_c_and_python_agree_on_generated_serving(style):
+    writer = synth.Writer(style, datetime(2025, 12, 31, 23, 59, 0), 3)
+    lines = list(synth.serving(writer, 2, synth.Load(prompt_len=60, request_every=0.05)))
+    data = "\n".join(lines).encode()
+    _same_searches(data)
+    if not (style.compose or style.ray or style.wrap or style.color == "caret"):
+        assert len(PYTHON.hot(data)[0]) // 4 > len(lines) // 3, "request lines should be counted in this shape"
+
+
+@needs_native
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(POOL), min_size=1, max_size=40), st.booleans())
+def test_c_and_python_agree_on_any_window(lines, cut):
+    data = "\n".join(lines).encode("utf-8", "replace")
+    if cut and len(data) > 3:
+        data = data[: len(data) // 2]
+    _same_searches(data)
+
+
+@needs_native
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=64), st.text(alphabet="\x1b^[]0123456789;mKAb( )pid=\n|,'\"", max_size=40))
+def test_c_and_python_agree_on_noise(raw, text):
+    _same_searches(raw)
+    _same_searches(text.encode())
+
+
+def test_the_last_requests_of_each_signal_are_read_the_full_way():
+    from engdiag.logs.counting import HotWindow
+    from engdiag.logs.hotscan import KEEP_LAST
+
+    kinds = bytes([1, 2] * 40 + [2] * 30)
+    tokens = [5 if i % 4 == 0 else 0 for i in range(len(kinds))]
+    hot = HotWindow(memoryview(array("i", range(len(kinds))).tobytes()).cast("i"), kinds,
+                    memoryview(array("i", tokens).tobytes()).cast("i"), [])
+    kept = set(hot.keep())
+    received = [i for i, k in enumerate(kinds) if k == 1]
+    added = [i for i, k in enumerate(kinds) if k == 2]
+    with_length = [i for i in received if tokens[i]]
+    assert kept == set(received[-KEEP_LAST:]) | set(added[-KEEP_LAST:]) | set(with_length[-KEEP_LAST:])
+
+
+def test_plain_request_lines_are_ok_and_anything_odd_is_not():
+    data = "\n".join([RECEIVED, ADDED, ACCESS]).encode()
+    index, kind, tokens, bad, months = PYTHON.hot(data)
+    assert list(memoryview(index).cast("i")) == [0, 1] and list(kind) == [1, 2]
+    assert list(memoryview(tokens).cast("i")) == [3, 0] and bad == [] and months == 1 << 10
+    still_plain = {0, 12, 17}  # no token ids, a non-ASCII prompt, an impossible date: counted all the same
+    for number, odd in enumerate(MUTATIONS[:18]):
+        found = PYTHON.hot("\n".join([odd, ACCESS]).encode())
+        assert (found[0] != b"") == (number in still_plain), odd
+        assert (found[3] == []) == (number in still_plain), odd
+
+
+class _Spy(TimelineBuilder):
+    def __init__(self) -> None:
+        super().__init__()
+        self.counted: Counter[Signal] = Counter()
+
+    def count(self, source, signals, prompt_lengths):  # type: ignore[no-untyped-def]
+        self.counted.update(signals)
+        super().count(source, signals, prompt_lengths)
+
+
+@pytest.mark.parametrize("backend", ["native", "hyperscan", "python"])
+def test_request_lines_are_counted_not_built_and_the_timeline_is_the_same(tmp_path, monkeypatch, backend):
+    if backend not in available_backends():
+        pytest.skip(f"the {backend} scanner backend is not available in this installation")
+    monkeypatch.setattr(bulk, "WINDOW_BYTES", 1 << 16)
+    path = write_log(tmp_path / "v1.log", synth.incident("deadlock", synth.Style(version="0.11.0"), minutes=4,
+                                                          load=synth.Load(prompt_len=60, request_every=0.05)))
+    timelines = {}
+    for name in ("lines", backend):
+        monkeypatch.setenv(ENV, name)
+        spy = _Spy()
+        summary = scan_input(expand([str(path)])[0], 0, 0, False, spy.add, count=spy.count)
+        timelines[name] = (spy.build([summary]), spy.counted)
+    reference, counted = timelines["lines"][0], timelines[backend][1]
+    assert not timelines["lines"][1], "the line scanner counts nothing"
+    assert counted[Signal.REQUEST_RECEIVED] > reference.counts[Signal.REQUEST_RECEIVED] * 0.5
+    assert counted[Signal.REQUEST_ADDED] > reference.counts[Signal.REQUEST_ADDED] * 0.5
+    got = timelines[backend][0]
+    for field in ("events", "counts", "prompt_histogram", "prompt_lengths", "load", "proc_last", "sources"):
+        assert getattr(got, field) == getattr(reference, field), field
+
+
+def test_a_forced_native_backend_without_the_extension_is_a_usage_error(monkeypatch):
+    from engdiag.errors import UsageError
+    from engdiag.logs import engines
+
+    monkeypatch.setattr(engines, "native", lambda: None)
+    monkeypatch.setenv(ENV, "native")
+    with pytest.raises(UsageError, match="C scanner was not built"):
+        engines.active_backend()
+    monkeypatch.delenv(ENV)
+    assert engines.active_backend() in ("hyperscan", "python")
+
+
+def test_version_names_the_default_backend_native_where_built():
+    env = {k: v for k, v in os.environ.items() if k != ENV}
+    result = subprocess.run([sys.executable, "-m", "engdiag", "--version"], capture_output=True, env=env, check=False)
+    expected = "native" if NATIVE is not None else available_backends()[0]
+    assert f"log scanner: {expected})".encode() in result.stdout
