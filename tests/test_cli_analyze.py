@@ -29,7 +29,7 @@ def test_json_document_has_the_documented_fields(cli):
     result = cli("analyze", "--json", str(EXAMPLE))
     assert result.exit_code == 0
     doc = json.loads(result.stdout)
-    assert doc["schema"] == "engdiag.analysis" and doc["schema_version"] == "1.0"
+    assert doc["schema"] == "engdiag.analysis" and doc["schema_version"] == "1.1"
     verdict = doc["verdict"]
     assert verdict["kind"] == "deadlocked" and 0 <= verdict["confidence"] <= 1
     assert {"source", "line", "text"} <= set(verdict["evidence"][0])

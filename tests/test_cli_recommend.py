@@ -30,7 +30,7 @@ def test_done_when_numbers(cli, prompt, expected):
     d = doc(cli, "--tokens-per-sec", "200", "--base", "120", "--factor", "1.5", "--hard-cap", "1800",
             "--percentile", "100", "--prompt-len", str(prompt))
     assert d["timeout_s"] == expected
-    assert d["schema"] == "engdiag.timeout-recommendation" and d["schema_version"] == "1.0"
+    assert d["schema"] == "engdiag.timeout-recommendation" and d["schema_version"] == "1.1"
 
 
 def test_buckets_show_the_timeout_growing_with_the_prompt(cli):

@@ -206,3 +206,13 @@ def test_vllm_rpc_timeout_last_exists_in_0_22():
 
     assert "still read" in rpc("0.22.1")["why"] and "not in vLLM 0.23" in rpc("0.23.0")["why"]
     assert rpc("0.23.0")["versions"] == "0.6.2 – 0.22"
+
+
+def test_the_json_formatters_asctime_gives_the_year(tmp_path):
+    """vLLM 0.32+'s JSON formatter prints ``asctime`` as ``YYYY-MM-DD HH:MM:SS,mmm`` (formatter.py:7)."""
+    log = tmp_path / "json.log"
+    log.write_text(
+        '{"asctime": "2026-05-01 14:30:00,120", "levelname": "ERROR", "name": "vllm.v1.engine.core", '
+        '"processName": "EngineCore", "process": 9, "message": "EngineCore encountered a fatal error."}\n')
+    doc = _json("analyze", str(log))
+    assert doc["timeline"]["fatal"]["time"] == "05-01 14:30:00" and doc["timeline"]["fatal"]["year"] == 2026

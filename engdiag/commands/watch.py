@@ -66,12 +66,12 @@ def _once(options, gap: float, state: Path | None, probe: bool, json: bool) -> N
     if options.log:
         looks.append(look_at_log(options.log, datetime.now()))
     verdict = judge_once(looks, options.policy, options.tokens_per_sec, options.prompt_len)
-    from engdiag.render.jsonout import dumps
+    from engdiag.render.jsonout import SCHEMA_VERSION, dumps
     from engdiag.render.common import inert
     from engdiag.render.watch_view import verdict_doc
 
     if json:
-        write_json(dumps({"schema": "engdiag.watch", "schema_version": "1.0", "type": "once", **verdict_doc(verdict)}, pretty=False))
+        write_json(dumps({"schema": "engdiag.watch", "schema_version": SCHEMA_VERSION, "type": "once", **verdict_doc(verdict)}, pretty=False))
     else:
         echo(f"{verdict.state.value.upper().replace('_', ' ')}: {inert(verdict.reason)}\n")
     code = ONCE_CODES[verdict.state.value]

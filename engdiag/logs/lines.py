@@ -378,9 +378,10 @@ def _json_record(line: str, lineno: int, width: int) -> list[Piece]:
     if not isinstance(record, dict) or not isinstance(record.get("message"), str):
         return []
     stamp = None
-    when = re.match(r"\d{4}-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)", str(record.get("asctime", "")))
+    when = re.match(r"(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)", str(record.get("asctime", "")))
     if when is not None:
-        stamp = make_stamp(*(int(g) for g in when.groups()))
+        year, *rest = (int(g) for g in when.groups())
+        stamp = make_stamp(*rest, calendar=year)  # the formatter's asctime carries the year
     level = str(record.get("levelname", "INFO")).upper()
     name = str(record.get("processName") or "")
     pid = record.get("process")

@@ -6,7 +6,7 @@ from typing import Any
 
 import orjson
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 """Version of every engdiag JSON document: MINOR adds fields, MAJOR changes or removes them."""
 
 
