@@ -1,4 +1,4 @@
-"""Human-readable sizes and durations, shared by verdict text and renderers."""
+"""Human-readable sizes, durations and counts, shared by verdict text and renderers."""
 
 from __future__ import annotations
 
@@ -25,3 +25,8 @@ def format_duration(seconds: float | None) -> str:
     if minutes:
         return f"{minutes}m{secs:02d}s"
     return f"{secs}s"
+
+
+def plural(count: int, word: str, many: str | None = None) -> str:
+    """``1 line``, ``2 lines`` (``many`` for irregular plurals)."""
+    return f"{count:,} {word if count == 1 else (many or word + 's')}"

@@ -75,7 +75,7 @@ def test_a_wait_that_can_never_complete_names_the_missing_members(tmp_path):
 torch.distributed.DistStoreError: Timed out after 601 seconds waiting for clients. 2/8 clients joined.
 """)
     verdict = analysis.verdict
-    assert verdict.kind.value == "deadlocked" and "6 missing member(s)" in verdict.headline
+    assert verdict.kind.value == "deadlocked" and "6 missing members" in verdict.headline
     assert any("VLLM_HOST_IP" in (s.command or "") for s in verdict.next_steps)
 
 

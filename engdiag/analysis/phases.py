@@ -26,6 +26,7 @@ from engdiag.logs.events import (
     Stats,
 )
 from engdiag.timeouts.knobs import ENGINE_READY
+from engdiag.units import plural
 
 ENGINE_READY_DEFAULT_S = float(ENGINE_READY.default)
 """vLLM's default start-up limit (VLLM_ENGINE_READY_TIMEOUT_S; fixed 600 s before 0.14)."""
@@ -186,7 +187,7 @@ def _compiles(facts: Facts) -> Iterable[Activity]:
                   if isinstance(e.data, Phase) and e.data.name == "graph_compile" and e.data.seconds]
         total = max((e.data.seconds or 0 for e in totals), default=None)  # type: ignore[union-attr]
         seconds = total if total is not None else (sum(graphs) if graphs else _span(startup[0], startup[-1]))
-        detail = f"{len(graphs)} graph(s), largest {max(graphs):.0f} s" if graphs else "compiling"
+        detail = f"{plural(len(graphs), 'graph')}, largest {max(graphs):.0f} s" if graphs else "compiling"
         if total is not None:
             detail += f"; {total:.0f} s in total"
         jit_only = all(isinstance(e.data, Phase) and e.data.name == "jit_compile" for e in startup)
@@ -196,7 +197,7 @@ def _compiles(facts: Facts) -> Iterable[Activity]:
     if runtime:
         yield _activity("kernel JIT during serving", runtime[0], runtime[-1], seconds=_span(runtime[0], runtime[-1]),
                         advancing=True, finished=False,
-                        detail=f"{len(runtime)} line(s): kernels compiled for shapes warm-up did not cover",
+                        detail=f"{plural(len(runtime), 'line')}: kernels compiled for shapes warm-up did not cover",
                         startup=False)
 
 
@@ -205,7 +206,7 @@ def _retries(facts: Facts) -> Iterable[Activity]:
     if retries:
         name = retries[0].data.name if isinstance(retries[0].data, Phase) else "set-up retries"
         yield _activity(name, retries[0], retries[-1], seconds=_span(retries[0], retries[-1]), advancing=True,
-                        finished=False, detail=f"{len(retries)} bounded wait(s) timed out and were retried")
+                        finished=False, detail=f"{plural(len(retries), 'bounded wait')} timed out and were retried")
 
 
 NCCL_SETUP = "NCCL communicator set-up (NCCL INFO lines)"
@@ -234,7 +235,7 @@ def _process_group(facts: Facts) -> Iterable[Activity]:
         method = NCCL_SETUP
     count = len(inits) if inits else len({e.proc for e in lines if e.proc is not None} or {None})
     yield _activity("process-group / NCCL init", lines[0], end, seconds=_span(lines[0], end), advancing=False,
-                    finished=bool(later), detail=f"{count} rank(s) at {method}")
+                    finished=bool(later), detail=f"{plural(count, 'rank')} at {method}")
 
 
 def _autotune(facts: Facts) -> Iterable[Activity]:

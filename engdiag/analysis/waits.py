@@ -16,6 +16,7 @@ from engdiag.analysis.model import Wait
 from engdiag.analysis.timeline import is_progress
 from engdiag.logs.events import Event, NcclWork, Peer, Phase, Progress, Rendezvous, ShmStall, Signal, Timeout
 from engdiag.roles import Role as ProcRole
+from engdiag.units import plural
 
 UNSATISFIABLE = (
     Signal.COLLECTIVE_MISMATCH,
@@ -173,7 +174,7 @@ def _rendezvous(facts: Facts) -> Iterable[Wait]:
             on, why = "Ray placement group", "the cluster cannot place the requested GPUs"
         else:
             missing = (meet.expected or 0) - (meet.joined or 0)
-            on = f"{missing} missing member(s)" if meet.expected else "missing members"
+            on = f"{plural(missing, 'missing member')}" if meet.expected else "missing members"
             why = f"{meet.joined}/{meet.expected} joined before the {meet.limit_s:.0f} s limit" if meet.expected \
                 else "not every member joined"
         yield Wait(_label(event, "process-group rendezvous"), on, "rendezvous", False, why, meet.limit_s,

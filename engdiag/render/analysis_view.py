@@ -8,10 +8,10 @@ from rich.text import Text
 
 from engdiag.analysis.analyze import Analysis
 from engdiag.logs.events import CudaOom, Event, Memory, Signal
-from engdiag.render.common import dated, inert, plural, single_year
+from engdiag.render.common import dated, inert, single_year
 from engdiag.render.human import Labelled, Whole, clip, evidence_table, heading, reasons, steps, verdict_line
 from engdiag.render.spark import sparkline
-from engdiag.units import format_bytes, format_duration
+from engdiag.units import format_bytes, format_duration, plural
 
 
 def _when(event: Event) -> str:

@@ -46,11 +46,6 @@ def inert_keep_newlines(text: str) -> str:
     return _UNSAFE_KEEP_NEWLINE.sub(_escape, text)
 
 
-def plural(count: int, word: str, many: str | None = None) -> str:
-    """``1 line``, ``2 lines`` (``many`` for irregular plurals)."""
-    return f"{count:,} {word if count == 1 else (many or word + 's')}"
-
-
 def serve_args(command: str | None) -> tuple[str | None, str | None]:
     """Split a next step into (shell command, vllm serve arguments): a bare ``--flag`` is not runnable on its own."""
     if command and command.lstrip().startswith("--"):

@@ -6,10 +6,10 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 from rich.tree import Tree
 
-from engdiag.render.common import plural
 from engdiag.render.human import evidence_table, heading, reasons, steps, verdict_line
 from engdiag.render.snapshot_view import _process_node
 from engdiag.snapshot.ray_capture import RayProcess, RaySnapshot
+from engdiag.units import plural
 
 
 def _label(process: RayProcess) -> Text:

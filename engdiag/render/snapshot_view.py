@@ -7,12 +7,11 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from engdiag.render.common import plural
 from engdiag.render.human import clip, evidence_table, heading, reasons, steps, verdict_line
 from engdiag.snapshot.capture import Snapshot
 from engdiag.snapshot.model import IDLE_POLLING, Motion, NvmlState, ProcessReport, ThreadReport
 from engdiag.snapshot.waitfor import Picture, pictures
-from engdiag.units import format_bytes
+from engdiag.units import format_bytes, plural
 
 _MOTION_STYLE = {Motion.STUCK: "bold red", Motion.MOVING: "green", Motion.WAITING: "dim", Motion.ONCE: "yellow"}
 _IDLE_SHOWN = 3

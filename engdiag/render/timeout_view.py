@@ -15,12 +15,12 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from engdiag.render.common import plural
 from engdiag.render.human import Command, hanging, heading
 from engdiag.timeouts import knobs as k
 from engdiag.timeouts.advice import capture_command
 from engdiag.timeouts.recommend import Recommendation, Setting
 from engdiag.timeouts.settings import PROBE_PERIOD_S, probe_failures
+from engdiag.units import plural
 
 
 def _settable(rec: Recommendation, kind: k.Kind, known_only: bool = False) -> list[Setting]:

@@ -8,9 +8,9 @@ from rich.console import Group, RenderableType
 from rich.panel import Panel
 from rich.text import Text
 
-from engdiag.render.common import envelope, inert, plural
+from engdiag.render.common import envelope, inert
 from engdiag.render.spark import sparkline
-from engdiag.units import format_duration
+from engdiag.units import format_duration, plural
 from engdiag.watch.judge import State, Verdict
 from engdiag.watch.watcher import Record, Watcher
 

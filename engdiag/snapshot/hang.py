@@ -17,6 +17,7 @@ from engdiag.snapshot.advice import busy_gpus, evidence, steps
 from engdiag.snapshot.frames import is_join, lock_wanted, waits_on_workers
 from engdiag.snapshot.model import Category, Motion, NvmlState, ProcessReport, SnapshotOptions, ThreadReport
 from engdiag.snapshot.waitfor import Picture, RankState, pictures
+from engdiag.units import plural
 
 
 def core_waits(captured: list[ProcessReport]) -> list[tuple[ProcessReport, ThreadReport]]:
@@ -61,7 +62,7 @@ def _headline(picture: Picture, core_waiting: bool) -> str:
         others = f" ({_labels(picture.culprits)}: {_doing(picture.culprits[0])})" if picture.culprits else ""
         return f"deadlocked: {_names(receivers)} waits in {receivers[0].op} and no rank sends{others}"
     op, ranks = ops[0]
-    return (f"deadlocked: all {len(ranks)} rank(s) of this tree wait in {_op_text(op, ranks)}"
+    return (f"deadlocked: all {plural(len(ranks), 'rank')} of this tree wait in {_op_text(op, ranks)}"
             + (" while the engine core waits on them" if core_waiting else "")
             + " — the missing party is outside this capture")
 
@@ -93,7 +94,7 @@ def wait_for(captured: list[ProcessReport], nvml: NvmlState, options: SnapshotOp
     evidence_list = _picture_evidence(picture)
     evidence_list += [evidence(p, t, EvidenceRole.CONSEQUENCE, "the engine core waits for the workers' answer")
                       for p, t in waits[:1]]
-    notes = [f"{len(found)} group(s) of ranks wait in collectives"] if len(found) > 1 else []
+    notes = [f"{plural(len(found), 'group')} of ranks wait in collectives"] if len(found) > 1 else []
     gpus = busy_gpus(nvml)
     if gpus:
         notes.append(f"GPU(s) {gpus} at ≥ 90% utilisation with no progress: NCCL kernels spinning on a peer that never arrives")

@@ -35,6 +35,7 @@ from engdiag.snapshot.model import (
     SnapshotOptions,
     ThreadReport,
 )
+from engdiag.units import plural
 
 GPU_FULL = 0.95
 
@@ -98,7 +99,7 @@ def _allocator(captured: list[ProcessReport], nvml: NvmlState, options: Snapshot
     fraction = _gpu_memory_fraction(nvml)
     full = fraction is not None and fraction >= GPU_FULL
     confidence = 0.75 if full else 0.6
-    headline = f"fragmented: {len(hits)} thread(s) in the CUDA allocator"
+    headline = f"fragmented: {plural(len(hits), 'thread')} in the CUDA allocator"
     if full:
         headline += f" with a GPU {fraction:.0%} full"
     found = tuple(evidence(p, t, EvidenceRole.ROOT_CAUSE, "allocation in progress or waiting") for p, t in hits[:4])
@@ -120,7 +121,7 @@ def _slow(captured: list[ProcessReport], nvml: NvmlState, options: SnapshotOptio
         p.ranks.label() or (p.role.value.replace("_", " ") if p.role is not Role.OTHER else f"pid {p.info.pid}")
         for p, _ in working))
     what = f" ({'/'.join(kinds)})" if kinds else ""
-    headline = f"slow: {len(working)} thread(s){what} in {who} {how} — alive, not stuck"
+    headline = f"slow: {plural(len(working), 'thread')}{what} in {who} {how} — alive, not stuck"
     found = tuple(evidence(p, t, EvidenceRole.ROOT_CAUSE, t.progress or "") for p, t in (moving or working)[:6])
     return Verdict(Kind.SLOW, confidence, headline, evidence=found, next_steps=steps(Kind.SLOW, captured, options),
                    undecided=None if moving else "more samples (--samples 3) to see the stacks move")
@@ -136,7 +137,7 @@ def _workers_deadlocked(captured: list[ProcessReport], nvml: NvmlState, options:
     categories = sorted({t.category.value for w in workers for t in _stuck(w)})
     confidence = 0.8 + (0.1 if waits else 0)
     headline = (
-        f"deadlocked: all {len(workers)} worker(s) stuck with unchanged stacks in {', '.join(categories)}"
+        f"deadlocked: all {plural(len(workers), 'worker')} stuck with unchanged stacks in {', '.join(categories)}"
         + (" while the engine core waits on them" if waits else "")
     )
     found = [evidence(w, _stuck(w)[0], EvidenceRole.ROOT_CAUSE, "identical in every sample") for w in workers[:8]]
@@ -156,7 +157,7 @@ def _locked(captured: list[ProcessReport], nvml: NvmlState, options: SnapshotOpt
         return None
     causes = [(p, t) for p, t in stuck if not is_join(t.reason)] or stuck
     joins = [(p, t) for p, t in stuck if is_join(t.reason) and (p, t) not in causes]
-    headline = (f"deadlocked: {len(causes)} thread(s) blocked with unchanged stacks "
+    headline = (f"deadlocked: {plural(len(causes), 'thread')} blocked with unchanged stacks "
                 f"({', '.join(sorted({t.category.value for _, t in causes}))})")
     found = [evidence(p, t, EvidenceRole.ROOT_CAUSE, "identical in every sample") for p, t in causes[:6]]
     found += [evidence(p, t, EvidenceRole.CONSEQUENCE, "waits for other threads to finish") for p, t in joins[:2]]

@@ -15,6 +15,7 @@ from engdiag.analysis.verdict import Role as EvidenceRole
 from engdiag.roles import Role
 from engdiag.snapshot.judge import judge
 from engdiag.snapshot.model import Category, Motion, NvmlState, ProcessReport, SnapshotOptions
+from engdiag.units import plural
 
 _GRAVITY = {Kind.DEADLOCKED: 5, Kind.FRAGMENTED: 4, Kind.CRASHED: 4, Kind.SLOW: 3, Kind.UNKNOWN: 2, Kind.HEALTHY: 1}
 
@@ -123,7 +124,7 @@ def _absent(verdict: Verdict, members: list[RayProcess]) -> Verdict:
             source=f"{head} {_where(member, head)}",
             line=None, time=None, signal=f"{main.category.value}/{main.motion.value}",
             text=f"{main.name or main.thread_id}: {top}", role=EvidenceRole.ROOT_CAUSE,
-            note=f"not in the collective the job's other {len(inside)} worker(s) are stuck in"))
+            note=f"not in the collective the job's other {plural(len(inside), 'worker')} {'is' if len(inside) == 1 else 'are'} stuck in"))
     names = ", ".join(f"{m.report.ranks.label() or f'pid {m.report.info.pid}'} on {node_label(m.target)}"
                       for m in absent[:3])
     return replace(verdict, headline=f"{verdict.headline}; {names} has not entered it",
@@ -135,7 +136,7 @@ def _partial(verdict: Verdict, members: list[RayProcess]) -> Verdict:
     missing = [m for m in members if not m.report.threads]
     if not missing:
         return verdict
-    note = f"{len(missing)} of {len(members)} process(es) of this job not sampled: " + "; ".join(
+    note = f"{len(missing)} of {plural(len(members), 'process', 'processes')} of this job not sampled: " + "; ".join(
         f"pid {m.report.info.pid} {_where(m)}: {m.report.error}" for m in missing[:4])
     if verdict.kind is Kind.HEALTHY:
         return replace(verdict, kind=Kind.UNKNOWN, confidence=0.3,
