@@ -403,3 +403,11 @@ def test_nccl_errors_local_and_remote():
                Signal.CUDA_ERROR)
     remote = _events(["RuntimeError: NCCL error: remote process exited or there was a network error, NCCL version 2.21.5"])
     assert _of(remote, Signal.PEER_LOST) and not _of(remote, Signal.CUDA_ERROR)
+
+
+def test_no_rule_literal_starts_another():
+    """The literal search is one alternation: a literal that begins another would hide it at that
+    position, and the longer literal's rules would never run (``Available KV cache memory: -`` once did)."""
+    from engdiag.logs.patterns import LITERALS
+
+    assert [(a, b) for a in LITERALS for b in LITERALS if a != b and b.startswith(a)] == []

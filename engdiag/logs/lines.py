@@ -29,6 +29,8 @@ _PLATFORM = re.compile(
 )
 """Hosting platforms' console prefix: ``May 01  14:38:18.434 | ...`` (``\\|`` when pasted from a table)."""
 _QUOTE = re.compile(r"(?:> ?)+")
+_PYTEST_E = re.compile(r"E {1,4}(?=\()")
+"""pytest's failure prefix before a captured process line (``E   (EngineCore pid=9) ...``)."""
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _NCCL_SPLIT = re.compile(r"\s+(?=[\w.-]+:\d+:\d+ \[\d+\] (?:[\w/.-]+:\d+ )?NCCL [A-Z]+ )")
 """Where NCCL lines flattened into one paragraph (a paste that lost its newlines) begin again."""
@@ -336,6 +338,8 @@ def _outer_prefix(text: str) -> tuple[str, Stamp | None]:
     A markdown quote (``> `` from a reply that quotes a log) is stripped first.
     """
     if text[:1] == ">" and (match := _QUOTE.match(text)) is not None:
+        text = text[match.end() :]
+    elif text[:2] == "E " and (match := _PYTEST_E.match(text)) is not None:
         text = text[match.end() :]
     if text[:1].isdigit() and (match := _NS_EPOCH.match(text)) is not None:
         return text[match.end() :], None

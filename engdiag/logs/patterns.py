@@ -611,6 +611,9 @@ RULES: tuple[Rule, ...] = (
     Rule(Signal.CUDA_OOM, "Memory resources are exhausted", _c(r"Memory resources are exhausted"), _oom),
     Rule(Signal.CUDA_OOM, "EL0004", _c(r"EL0004:[^\n]*Failed to allocate memory"), _oom),
     Rule(Signal.CUDA_OOM, "Lack of device memory", _c(r"Lack of device memory"), _oom),
+    # Gaudi's PyTorch bridge: "FATAL ERROR :: MODULE:PT_DEVMEM Allocation failed for size::134217728 (128)MB"
+    # (gaudi-inc-fp8-70b-1card-premove-bf16-weights-devmem-alloc-failed)
+    Rule(Signal.CUDA_OOM, "PT_DEVMEM Allocation failed", _c(r"PT_DEVMEM Allocation failed"), _oom),
     Rule(Signal.KV_CACHE_INSUFFICIENT, "blocks of KV cache", _c(r"Not enough memory for \d+ blocks of KV cache")),
     # V0's worker wrapper logs "Error executing method initialize_cache. This might cause deadlock in distributed
     # execution." (worker_base.py, 0.4–0.10) for any exception there; in initialize_cache that is the KV cache not
@@ -636,7 +639,7 @@ RULES: tuple[Rule, ...] = (
         "the rest of the memory reserved for KV Cache is -",
         _c(r"the rest of the memory reserved for KV Cache is -[\d.]+GiB"),
     ),
-    Rule(Signal.KV_CACHE_INSUFFICIENT, "Available KV cache memory: -", _c(r"Available KV cache memory: -[\d.]+ GiB")),
+    Rule(Signal.KV_CACHE_INSUFFICIENT, "Available KV cache memory", _c(r"Available KV cache memory: -[\d.]+ GiB")),
     Rule(Signal.KV_CACHE_INSUFFICIENT, "# CPU blocks:", _c(r"# (?!CPU)\w+ blocks: 0, # CPU blocks:")),
     Rule(
         Signal.KV_CACHE_INSUFFICIENT,
