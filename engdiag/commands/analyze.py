@@ -22,11 +22,11 @@ FAIL_ON_CHOICES = [kind.value for kind in Kind] + ["any"]
 
 
 def _progress_bar():  # -> rich.progress.Progress | None
-    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
-
     console = stderr_console()
     if not console.is_terminal:
-        return None
+        return None  # rich.progress is imported only when a bar is drawn: start-up stays short
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
+
     return Progress(
         TextColumn("[bold]reading[/] {task.description}"),
         BarColumn(),

@@ -83,42 +83,56 @@ static PyObject *proc_tags(PyObject *self, PyObject *arg) {
 
 static const char *ROLES[] = {"EngineCore", "APIServer", "ApiServer", "VllmWorker", "Worker", "RayWorker"};
 
-static int bare_role_cue(const char *data, const char *e) {
-    static const char *names[] = {"EngineCore", "APIServer", "ApiServer", "Worker"};
-    for (int i = 0; i < 4; i++) {
-        size_t n = strlen(names[i]);
-        for (const char *p = find(data, e, names[i], n); p; p = find(p + 1, e, names[i], n)) {
-            const char *q = p + n;
-            if (q + 5 < e && q[0] == ' ' && q[1] == 'p' && q[2] == 'i' && q[3] == 'd' && q[4] == '=') continue;
-            while (q < e && !is_space(*q)) q++;
-            if (q < e && *q == ' ') {
-                const char *l = level(q + 1, e);
-                if (l && l < e && *l == ' ') return 1;
-            }
-        }
+/* A role name at p (n bytes) followed by \S* ' ' LEVEL ' ', and not by " pid=" (a tag)? */
+static int bare_role_at(const char *p, size_t n, const char *e) {
+    const char *q = p + n;
+    if (q + 5 < e && q[0] == ' ' && q[1] == 'p' && q[2] == 'i' && q[3] == 'd' && q[4] == '=') return 0;
+    while (q < e && !is_space(*q)) q++;
+    if (q < e && *q == ' ') {
+        const char *l = level(q + 1, e);
+        if (l && l < e && *l == ' ') return 1;
     }
     return 0;
 }
 
+static int bare_role_cue(const char *data, const char *e) {
+    /* "APIServer" and "ApiServer" share their first byte, and every API server line has one: one pass for both */
+    for (const char *p = data; p < e && (p = memchr(p, 'A', (size_t)(e - p))) != NULL; p++)
+        if (e - p >= 9 && (memcmp(p, "APIServer", 9) == 0 || memcmp(p, "ApiServer", 9) == 0) && bare_role_at(p, 9, e))
+            return 1;
+    static const char *names[] = {"EngineCore", "Worker"};
+    for (int i = 0; i < 2; i++) {
+        size_t n = strlen(names[i]);
+        for (const char *p = find(data, e, names[i], n); p; p = find(p + 1, e, names[i], n))
+            if (bare_role_at(p, n, e)) return 1;
+    }
+    return 0;
+}
+
+/* Length of the role name after '(' at s (0: none). */
+static size_t role_after(const char *s, const char *e) {
+    for (int i = 0; i < 6; i++) {
+        size_t m = strlen(ROLES[i]);
+        if ((size_t)(e - s - 1) >= m && memcmp(s + 1, ROLES[i], m) == 0) return m;
+    }
+    return 0;
+}
+
+/* As many role tags (\((role)[^()\n]{0,250}\)) as role tags with a pid?  Both findall counts in one walk
+ * over the '(' of the window: each count keeps its own cursor (where its last match ended), so each sees
+ * exactly the '(' its own pass would. */
 static int role_tags_without_pid(const char *data, const char *e) {
-    Py_ssize_t tags = 0, with_pid = 0;
-    for (int pass = 0; pass < 2; pass++) {
-        const char *p = data, *last = NULL;
-        Py_ssize_t last_len = 0;
-        while (p < e) {
-            const char *s = memchr(p, '(', (size_t)(e - p));
-            if (!s) break;
-            if (last && e - s >= last_len && memcmp(s, last, (size_t)last_len) == 0) {
-                if (pass == 0) tags++; /* the same bytes as the last match: the same match */
-                else with_pid++;
-                p = s + last_len;
+    Py_ssize_t count[2] = {0, 0}, last_len[2] = {0, 0};
+    const char *cursor[2] = {data, data}, *last[2] = {NULL, NULL};
+    for (const char *s = data; s < e && (s = memchr(s, '(', (size_t)(e - s))) != NULL; s++) {
+        for (int pass = 0; pass < 2; pass++) {
+            if (s < cursor[pass]) continue;
+            if (last[pass] && e - s >= last_len[pass] && memcmp(s, last[pass], (size_t)last_len[pass]) == 0) {
+                count[pass]++; /* the same bytes as the last match: the same match */
+                cursor[pass] = s + last_len[pass];
                 continue;
             }
-            size_t n = 0;
-            for (int i = 0; i < 6 && !n; i++) {
-                size_t m = strlen(ROLES[i]);
-                if ((size_t)(e - s - 1) >= m && memcmp(s + 1, ROLES[i], m) == 0) n = m;
-            }
+            size_t n = role_after(s, e);
             const char *end = NULL;
             if (n && pass == 0) {
                 const char *q = s + 1 + n;
@@ -129,15 +143,14 @@ static int role_tags_without_pid(const char *data, const char *e) {
                 end = tag_at(s + 1 + n, e, 0, &pid_at, &ip, &ip_end);
             }
             if (end) {
-                if (pass == 0) tags++;
-                else with_pid++;
-                last = s;
-                last_len = end - s;
-                p = end;
-            } else p = s + 1;
+                count[pass]++;
+                last[pass] = s;
+                last_len[pass] = end - s;
+                cursor[pass] = end;
+            } else cursor[pass] = s + 1;
         }
     }
-    return tags != with_pid;
+    return count[0] != count[1];
 }
 
 static PyObject *cues(PyObject *self, PyObject *arg) {
@@ -150,7 +163,7 @@ static PyObject *cues(PyObject *self, PyObject *arg) {
         while (q < e && *q != ']' && *q != '\n') q++;
         cue = q + 1 < e && *q == ']' && q[1] == ':';
     }
-    cue = cue || find(data, e, " NCCL ", 6) != NULL || bare_role_cue(data, e) || role_tags_without_pid(data, e);
+    cue = cue || find_at(data, e, " NCCL ", 6, 4) != NULL || bare_role_cue(data, e) || role_tags_without_pid(data, e);
     PyBuffer_Release(&view);
     return PyBool_FromLong(cue);
 }
