@@ -10,7 +10,6 @@ process tag and the header (vLLM, PyTorch glog, NCCL, uvicorn), and leaves a
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
@@ -65,7 +64,7 @@ _LEVEL_ONLY = re.compile(
     r"(?:\[(?P<file>[^\s\]]+):(?P<fl>\d+)\] )?"
 )
 _UVICORN = re.compile(r"\s*(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL):\s+")
-_ACCESS = re.compile(r'\S+ - "(?P<method>[A-Z]+) (?P<path>\S+) HTTP/[\d.]+" (?P<status>\d{3})')
+ACCESS = re.compile(r'\S+ - "(?P<method>[A-Z]+) (?P<path>\S+) HTTP/[\d.]+" (?P<status>\d{3})')
 _GLOG = re.compile(
     r"\s*(?:\[rank(?P<rank>\d+)\]:)?\[(?P<sev>[IWEF])"
     r"(?:(?P<mo>\d{1,2}?)(?P<d>\d\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)\.\d+(?: +\d+)? | )"
@@ -185,7 +184,7 @@ def _one_tag(text: str) -> tuple[Proc | None, str]:
     return None, text
 
 
-def _tag(text: str) -> tuple[Proc | None, str]:
+def process_tag(text: str) -> tuple[Proc | None, str]:
     """The process tag; Ray nests the vLLM process's own tag inside its actor's.
 
     ``(RayWorkerProc pid=7, ip=10.0.0.2) (Worker_DP0_TP0 pid=7) INFO ...`` names
@@ -205,7 +204,7 @@ def _parse(
     text: str, lineno: int, kube_ts: str | None, repeat: int, width: int
 ) -> Piece:
     """Read the process tag and header of one prefix-free piece."""
-    proc, rest = _tag(text)
+    proc, rest = process_tag(text)
     common = {"lineno": lineno, "kube_ts": kube_ts, "repeat": repeat, "width": width}
     if (match := _VLLM.match(rest)) is not None:
         return Piece(
@@ -219,7 +218,7 @@ def _parse(
         )
     if (match := _UVICORN.match(rest)) is not None:
         msg = rest[match.end() :]
-        shape = Shape.ACCESS if _ACCESS.match(msg) else Shape.LEVEL
+        shape = Shape.ACCESS if ACCESS.match(msg) else Shape.LEVEL
         return Piece(shape=shape, msg=msg, proc=proc, level=match["level"], **common)
     if (match := _LEVEL_ONLY.match(rest)) is not None:
         fileinfo = f"{match['file']}:{match['fl']}" if match["file"] else None
@@ -302,7 +301,9 @@ def pieces(line: str, lineno: int) -> list[Piece]:
     if not segments:
         return [Piece(lineno=lineno, shape=Shape.BARE, msg="", width=width)]
     if line[:2] == '{"' and '"levelname"' in line:
-        found = _json_record(line, lineno, width)
+        from engdiag.logs.json_lines import json_record  # only JSON-formatter logs pay for it
+
+        found = json_record(line, lineno, width)
         if found:
             return found
     out: list[Piece] = []
@@ -315,7 +316,7 @@ def pieces(line: str, lineno: int) -> list[Piece]:
         text, outer = _outer_prefix(text)
         if "|" in text and (match := _COMPOSE.match(text)) is not None:
             text = text[match.end() :]
-        if '"levelname"' in text and (found := _wrapped_json(text, lineno, width, kube_ts, outer)):
+        if '"levelname"' in text and (found := _wrapped(text, lineno, width, kube_ts, outer)):
             out.extend(found)
             continue
         repeat = 1
@@ -337,9 +338,7 @@ def _outer_prefix(text: str) -> tuple[str, Stamp | None]:
 
     A markdown quote (``> `` from a reply that quotes a log) is stripped first.
     """
-    if text[:1] == ">" and (match := _QUOTE.match(text)) is not None:
-        text = text[match.end() :]
-    elif text[:2] == "E " and (match := _PYTEST_E.match(text)) is not None:
+    if text[:1] == ">" and (match := _QUOTE.match(text)) is not None or text[:2] == "E " and (match := _PYTEST_E.match(text)) is not None:
         text = text[match.end() :]
     if text[:1].isdigit() and (match := _NS_EPOCH.match(text)) is not None:
         return text[match.end() :], None
@@ -353,54 +352,10 @@ def _outer_prefix(text: str) -> tuple[str, Stamp | None]:
     return text, None
 
 
-def _wrapped_json(
-    text: str, lineno: int, width: int, kube_ts: str | None, outer: Stamp | None
-) -> list[Piece]:
-    """A JSON record behind a wrapper's prefix: kubectl's timestamp, compose's ``svc |``, Ray's ``(actor pid=N)``."""
-    tag, rest = _tag(text)
-    rest = rest.lstrip()
-    if rest[:2] != '{"':
-        return []
-    found = _json_record(rest, lineno, width)
-    return [replace(p, kube_ts=kube_ts, proc=p.proc or tag, stamp=p.stamp or outer) for p in found]
+def _wrapped(text: str, lineno: int, width: int, kube_ts: str | None, outer: Stamp | None) -> list[Piece]:
+    from engdiag.logs.json_lines import wrapped_json_record
 
-
-def _json_record(line: str, lineno: int, width: int) -> list[Piece]:
-    """vLLM's JSON log formatter (``--logging-config.formatter json``, 0.32+): one object a line.
-
-    Keys (``JSON_FORMAT``, vllm/logging_utils/formatter.py:7 in 0.32–0.34): ``asctime``
-    (``YYYY-MM-DD HH:MM:SS,mmm``), ``levelname``, ``name``, ``processName``, ``process``,
-    ``message``; python-json-logger adds ``exc_info`` (and ``stack_info``) as text.  Each
-    message line becomes a piece with the record's header, so a traceback stays one record.
-    ``processName`` is the multiprocessing name (``EngineCore``, ``EngineCore_DP0``,
-    ``VllmWorker-0``); the API server's is ``MainProcess``, which names no role and is dropped.
-    """
-    try:
-        record = json.loads(line)
-    except ValueError:
-        return []
-    if not isinstance(record, dict) or not isinstance(record.get("message"), str):
-        return []
-    stamp = None
-    when = re.match(r"(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)", str(record.get("asctime", "")))
-    if when is not None:
-        year, *rest = (int(g) for g in when.groups())
-        stamp = make_stamp(*rest, calendar=year)  # the formatter's asctime carries the year
-    level = str(record.get("levelname", "INFO")).upper()
-    name = str(record.get("processName") or "")
-    pid = record.get("process")
-    proc = Proc(name, int(pid) if isinstance(pid, int) else None) if name and name != "MainProcess" else None
-    message = record["message"]
-    if "\n" not in message and _ACCESS.match(message) is not None:
-        # uvicorn's access logger shares the formatter (uvicorn_logging.py:143): a request line, as in the text log
-        return [Piece(lineno=lineno, shape=Shape.ACCESS, msg=message, proc=proc, level=level, stamp=stamp, width=width)]
-    fileinfo = f"{record.get('name', 'vllm')}:0"
-    extra = "".join(f"\n{record[key]}" for key in ("exc_info", "stack_info") if isinstance(record.get(key), str))
-    return [
-        Piece(lineno=lineno, shape=Shape.VLLM, msg=msg, proc=proc, level=level, stamp=stamp, fileinfo=fileinfo,
-              width=width)
-        for msg in (message + extra).split("\n")
-    ]
+    return wrapped_json_record(text, lineno, width, kube_ts, outer)
 
 
 def first_stamp(lines: Iterable[str]) -> Stamp | None:
@@ -414,7 +369,7 @@ def first_stamp(lines: Iterable[str]) -> Stamp | None:
 
 def access_status(msg: str) -> tuple[str, str, int] | None:
     """Method, path and status of a uvicorn access line."""
-    match = _ACCESS.match(msg)
+    match = ACCESS.match(msg)
     if match is None:
         return None
     return match["method"], match["path"], int(match["status"])
