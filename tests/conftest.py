@@ -57,32 +57,25 @@ def write_log(path: Path, lines: Iterable[str]) -> Path:
     return path
 
 
-class MetricsServer:
-    """A real HTTP server on loopback serving ``/metrics`` text that a test can change."""
+class LoopbackServer:
+    """A real HTTP server on 127.0.0.1 whose answers the test decides (``answer``), on its own thread."""
 
     def __init__(self) -> None:
         import http.server
         import threading
 
-        self.body: object = ""
-        """Text served at /metrics, or a function called for every request."""
-        self.status = 200
-        self.hang = False
-        self.hits = 0
         server = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - http.server's name
-                server.hits += 1
-                if server.hang:
-                    import time
-
-                    time.sleep(30)
-                    return
-                body = server.body() if callable(server.body) else server.body
+            def do_GET(self) -> None:
+                answered = server.answer(self.path, dict(self.headers))
+                if answered is None:
+                    return  # no answer at all: a server that hung
+                status, content_type, body = answered
                 payload = body.encode()
-                self.send_response(server.status)
-                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.send_response(status)
+                if content_type:
+                    self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
                 self.wfile.write(payload)
@@ -92,13 +85,40 @@ class MetricsServer:
 
         self._httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}/metrics"
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
-        self._thread.start()
+        self._httpd.handle_error = lambda request, address: None  # a client that gave up (timeout tests)
+        self.port = self._httpd.server_address[1]
+        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
+
+    def answer(self, path: str, headers: dict[str, str]) -> tuple[int, str | None, str] | None:
+        """Status, content type and body for a GET of ``path`` (None: never answer)."""
+        raise NotImplementedError
 
     def close(self) -> None:
         self._httpd.shutdown()
         self._httpd.server_close()
+
+
+class MetricsServer(LoopbackServer):
+    """``/metrics`` text that a test can change, fail or hang."""
+
+    def __init__(self) -> None:
+        self.body: object = ""
+        """Text served at /metrics, or a function called for every request."""
+        self.status = 200
+        self.hang = False
+        self.hits = 0
+        super().__init__()
+        self.url = f"http://127.0.0.1:{self.port}/metrics"
+
+    def answer(self, path: str, headers: dict[str, str]) -> tuple[int, str | None, str] | None:
+        self.hits += 1
+        if self.hang:
+            import time
+
+            time.sleep(30)
+            return None
+        body = self.body() if callable(self.body) else self.body
+        return self.status, "text/plain; version=0.0.4", str(body)
 
 
 @pytest.fixture
@@ -244,7 +264,7 @@ def ptrace_possible() -> str | None:
 needs_ptrace = pytest.mark.skipif(ptrace_possible() is not None, reason=str(ptrace_possible()))
 
 
-def pytest_report_header(config):  # noqa: ARG001 - pytest hook signature
+def pytest_report_header(config):
     budget = settings().max_examples
     return [f"engdiag fuzz budget: {budget} examples per property (ENGDIAG_FUZZ_EXAMPLES); ptrace: "
             f"{ptrace_possible() or 'available'}"]

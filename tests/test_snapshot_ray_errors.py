@@ -10,7 +10,6 @@ real processes.
 from __future__ import annotations
 
 import asyncio
-import http.server
 import json
 import os
 import shutil
@@ -25,8 +24,7 @@ from engdiag.errors import ExitCode
 from engdiag.snapshot.pyspy import locate, parse_dump
 from engdiag.snapshot.pyspy_text import parse_text_dump
 from engdiag.snapshot.ray_dashboard import classify
-
-from tests.conftest import closed_port_url, needs_ptrace, run_engdiag
+from tests.conftest import LoopbackServer, closed_port_url, needs_ptrace, run_engdiag
 
 NODE = "ab" * 28
 Route = Callable[[dict[str, str]], tuple[int, str]]
@@ -36,15 +34,15 @@ def _listing(rows: list[dict]) -> tuple[int, str]:
     return 200, json.dumps({"result": True, "msg": "", "data": {"result": {"total": len(rows), "result": rows}}})
 
 
-class FakeDashboard:
-    """A real HTTP server on loopback with a Ray dashboard's listing shapes and a chosen /worker/traceback."""
+class FakeDashboard(LoopbackServer):
+    """A Ray dashboard's listing shapes and a chosen /worker/traceback, on a real loopback server."""
 
     def __init__(self, traceback: Route, pids: list[int]) -> None:
         self.seen_headers: list[dict[str, str]] = []
         self.seen_paths: list[str] = []
         self.status: int | None = None
         """Answer every request with this status and an auth refusal (None: behave)."""
-        routes: dict[str, Route] = {
+        self.routes: dict[str, Route] = {
             "/api/version": lambda q: (200, json.dumps({"ray_version": "2.60.0"})),
             "/api/v0/nodes": lambda q: _listing([{"node_id": NODE, "node_ip": "10.0.0.12", "is_head_node": True,
                                                   "state": "ALIVE", "node_name": "10.0.0.12"}]),
@@ -56,36 +54,17 @@ class FakeDashboard:
             "/api/v0/workers": lambda q: _listing([]),
             "/worker/traceback": traceback,
         }
-        server = self
+        super().__init__()
+        self.url = f"http://127.0.0.1:{self.port}"
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - http.server's name
-                url = urllib.parse.urlsplit(self.path)
-                server.seen_headers.append(dict(self.headers))
-                server.seen_paths.append(url.path)
-                if server.status is not None:
-                    status, body = server.status, "Unauthorized: Missing authentication token"
-                else:
-                    status, body = routes.get(url.path, lambda q: (404, "Not Found"))(
-                        dict(urllib.parse.parse_qsl(url.query)))
-                payload = body.encode()
-                self.send_response(status)
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self._httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        self._httpd.handle_error = lambda request, address: None  # a client that gave up (the timeout test)
-        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}"
-        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
+    def answer(self, path: str, headers: dict[str, str]) -> tuple[int, str | None, str]:
+        url = urllib.parse.urlsplit(path)
+        self.seen_headers.append(headers)
+        self.seen_paths.append(url.path)
+        if self.status is not None:
+            return self.status, None, "Unauthorized: Missing authentication token"
+        status, body = self.routes.get(url.path, lambda q: (404, "Not Found"))(dict(urllib.parse.parse_qsl(url.query)))
+        return status, None, body
 
 
 @pytest.fixture
