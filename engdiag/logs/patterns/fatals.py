@@ -1,0 +1,307 @@
+"""Stalls, timeouts and fatals inside vLLM: the shared-memory queue's stall warning, V0's iteration, RPC and
+heartbeat guards, the step wait (execute_model / sample_tokens, including Ray compiled graphs), the engine
+start-up guards, engine-core and worker failures and deaths, tracebacks and the exception that ends them,
+the NCCL watchdog, CUDA / device faults and fatal signals.
+
+Each wording was read in the vLLM or PyTorch source; where a comment names a file and line, that is where.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from engdiag.logs.events import Failure, NcclWork, Payload, ShmStall, Signal, Timeout
+from engdiag.logs.patterns.base import (
+    _EXCEPTION_LINE,
+    Builder,
+    Rule,
+    _c,
+    _const,
+    _f,
+    _failure,
+    _i,
+    last_exception,
+)
+
+_WORK_FIELDS = {
+    "seq": re.compile(r"SeqNum=(\d+)"),
+    "op": re.compile(r"OpType=(\w+)"),
+    "timeout_ms": re.compile(r"Timeout\(ms\)=(\d+)"),
+}
+
+
+def _nccl_timeout(match: re.Match[str], text: str) -> Iterable[Payload]:
+    work = match["work"]
+    found = {key: p.search(work) for key, p in _WORK_FIELDS.items()}
+    yield NcclWork(
+        rank=_i(match["rank"]),
+        seq=_i(found["seq"].group(1)) if found["seq"] else None,
+        op=found["op"].group(1) if found["op"] else None,
+        timeout_ms=_i(found["timeout_ms"].group(1)) if found["timeout_ms"] else None,
+        ran_ms=int(match["ran"]),
+    )
+
+
+def _step_wait(guard: str) -> Builder:
+    """The executor's wait for the workers' answer to a step, seen in a traceback.
+
+    A traceback through the response wait is a step timeout when it ends in
+    TimeoutError, or when it is cut off before its end (pasted fragments); one that
+    ends in another exception is a worker failure reported through the same wait.
+    """
+
+    def build(match: re.Match[str], text: str) -> Iterable[Payload]:
+        ending = last_exception(text[match.end() :])
+        if ending is None or ending.split(":")[0].split(".")[-1] in _TIMEOUT_ERRORS:
+            yield Timeout(call="execute_model", guard=guard)
+
+    return build
+
+
+_TIMEOUT_ERRORS = {"TimeoutError", "RayChannelTimeoutError", "GetTimeoutError"}
+
+
+_ALLOCATING_FRAMES = (
+    (re.compile(r"(?:\bin |\.)(?:determine_num_available_blocks|determine_available_memory|profile_run)\b"),
+     "the memory-profiling run, which holds the largest batch it will ever see"),
+    (re.compile(r"(?:\bin |\.)wake_up\b"), "sleep mode's wake-up, which re-allocates the weights and KV cache"),
+    (re.compile(r"(?:\bin |\.)capture_model\b"),
+     "CUDA-graph capture, which allocates the graphs' memory pools after the KV cache took its share"),
+)
+ALLOCATING = "allocating: "
+"""Prefix of a traceback site where vLLM allocates most of the GPU at once."""
+
+
+def _traceback_site(text: str) -> str | None:
+    """Where in vLLM a traceback passes that says what the process was doing when it raised."""
+    return next((ALLOCATING + what for frames, what in _ALLOCATING_FRAMES if frames.search(text)), None)
+
+
+STALLS_TIMEOUTS_FATALS: tuple[Rule, ...] = (
+    # stalls, timeouts and fatals -----------------------------------------------------
+    Rule(
+        Signal.SHM_STALL,
+        "No available shared memory broadcast block",
+        _c(r"No available shared memory broadcast block found ?in (?P<s>\d+) second"),
+        lambda m, t: [ShmStall(int(m["s"]))],
+    ),
+    Rule(
+        Signal.SHM_STALL,
+        "No available block found in",
+        _c(r"No available block found in (?P<s>\d+) second"),
+        lambda m, t: [ShmStall(int(m["s"]))],
+    ),
+    Rule(Signal.ITERATION_TIMEOUT, "Engine iteration timed out", _c(r"Engine iteration timed out")),
+    # V0 MQLLMEngine (0.6.x): raised, not logged, and shown inside the client's error/traceback text —
+    # TimeoutError("No heartbeat received from MQLLMEngine") engine/multiprocessing/client.py:142 and
+    # RuntimeError("Engine loop has died") engine/multiprocessing/engine.py:325 in 0.6.3.post1; gone by 0.8.5.
+    Rule(Signal.HEARTBEAT_LOST, "No heartbeat received", _c(r"No heartbeat received from MQLLMEngine")),
+    Rule(Signal.HEARTBEAT_LOST, "Engine loop has died", _c(r"Engine loop has died")),
+    Rule(
+        Signal.RPC_TIMEOUT,
+        "RPC call to",
+        _c(r"RPC call to (?P<call>\w+) timed out"),
+        lambda m, t: [Timeout(call=m["call"])],
+    ),
+    Rule(
+        Signal.RPC_TIMEOUT,
+        "didn't reply within",
+        _c(r"(?P<who>RPCServer|MQLLMEngine|Server) didn't reply within (?P<ms>\d+) ?ms"),
+        lambda m, t: [Timeout(call=m["who"], limit_s=int(m["ms"]) / 1000)],
+    ),
+    Rule(
+        Signal.RPC_TIMEOUT,
+        "dequeue(timeout=",
+        re.compile(r"dequeue\(timeout=[^\n]*(?:\n[^\n]*)*?\n[ \t]*TimeoutError[ \t]*$", re.MULTILINE),
+        _const(Timeout(call="execute_model")),
+    ),
+    Rule(Signal.ENGINE_READY_TIMEOUT, "Timed out waiting for engine", _c(r"Timed out waiting for engine(?:s to send| core processes to start)")),
+    Rule(Signal.ENGINE_READY_TIMEOUT, "Did not receive response from front-end", _c(r"Did not receive response from front-end process")),
+    Rule(Signal.ENGINE_FATAL, "EngineCore encountered a fatal error", _c(r"EngineCore encountered a fatal error"), _failure("busy loop")),
+    # early V1 (0.7.x–0.8.4): "EngineCore hit an exception: %s" v1/engine/core.py:291 (0.7.3), :387 (0.8.4)
+    Rule(Signal.ENGINE_FATAL, "EngineCore hit an exception", _c(r"EngineCore hit an exception"), _failure("busy loop")),
+    Rule(Signal.ENGINE_FATAL, "EngineCore failed to start", _c(r"EngineCore failed to start"), _failure("start-up")),
+    # "Engine core initialization failed. See root cause above. Failed core proc(s): {...}" v1/engine/utils.py
+    # (0.10.1+; 0.34:1478, the dict may be empty `{}`); 0.32+ also "Frontend process failed during engine core
+    # initialization. ..." (0.34:1473).
+    Rule(Signal.ENGINE_FATAL, "Engine core initialization failed", _c(r"Engine core initialization failed"), _failure("start-up")),
+    Rule(Signal.ENGINE_FATAL, "Frontend process failed during engine", _c(r"Frontend process failed during engine core initialization"), _failure("start-up")),
+    Rule(Signal.ENGINE_FATAL, "Engine process failed to start", _c(r"Engine process failed to start"), _failure("start-up")),
+    Rule(
+        Signal.ENGINE_FATAL,
+        "launch_core_engines(",
+        _c(r"launch_core_engines\(|wait_for_engine_startup\("),
+        _failure("start-up"),
+    ),
+    Rule(Signal.ENGINE_FATAL, "Engine background task failed", _c(r"Engine background task failed"), _failure("background loop")),
+    Rule(Signal.ENGINE_DEAD, "EngineDeadError", _c(r"(?:Async|MQ)?EngineDeadError")),
+    Rule(Signal.ENGINE_DEAD, "Engine process (pid", _c(r"Engine process \(pid \d+\) died")),
+    Rule(Signal.ENGINE_DEAD, ", terminating server process", _c(r"(?:has failed|is already dead), terminating server process")),
+    # early V1 (0.7.x–0.8.4): CRITICAL "Got fatal signal from worker processes, shutting down. ..."
+    # v1/engine/core_client.py:191 (0.7.3), :359 (0.8.4), echoed by the executor as "MulitprocExecutor got
+    # fatal signal ..." (sic) v1/executor/multiproc_executor.py:49/:50; gone by 0.8.5.
+    Rule(Signal.ENGINE_DEAD, "ot fatal signal from worker", _c(r"[Gg]ot fatal signal from worker processes")),
+    # "AsyncLLM output_handler failed." v1/engine/async_llm.py (0.8.5+); before it (0.7.3:289, 0.8.4:345)
+    # "EngineCore output handler hit an error: %s".
+    Rule(Signal.ENGINE_DEAD, "output_handler failed", _c(r"output_handler failed")),
+    Rule(Signal.ENGINE_DEAD, "output handler hit an error", _c(r"output handler hit an error")),
+    Rule(Signal.ENGINE_DEAD, "Background loop ", _c(r"Background loop (?:has errored|is not running|is stopped)")),
+    Rule(Signal.ENGINE_DEAD, "Engine loop is not running", _c(r"Engine loop is not running")),
+    Rule(Signal.WORKER_EXCEPTION, "WorkerProc hit an exception", _c(r"WorkerProc hit an exception"), _failure("worker")),
+    Rule(Signal.WORKER_EXCEPTION, "Worker failed with error", _c(r"Worker failed with error '?(?P<e>[^'\n]{0,300})"), lambda m, t: [Failure(exception=m["e"], name="worker")]),
+    Rule(Signal.WORKER_EXCEPTION, "Exception in worker", _c(r"Exception in worker (?P<w>\S+) while processing method (?P<m>\w+)"), lambda m, t: [Failure(name=m["w"])]),
+    Rule(
+        Signal.WORKER_DIED,
+        "died unexpectedly",
+        # "Worker proc %s died unexpectedly[ (exit code: %s)], ..." multiproc_executor.py (0.8.5+; code 0.32+ :405),
+        # "RayWorkerProc rank=%s died unexpectedly, ..." ray_executor_v2.py:523 and "Engine core process %s died
+        # unexpectedly." v1/utils.py:593 (0.32–0.34), "Engine core proc %s died unexpectedly" core_client.py (≤0.18)
+        _c(r"(?P<who>Worker proc|RayWorkerProc|Engine core proc(?:ess)?) (?P<name>[^\s.]+(?:\.[^\s.]+)*?)\.? "
+           r"died unexpectedly(?: \(exit code: (?P<code>-?\d+)\))?"),
+        lambda m, t: [Failure(name=f"{m['who']} {m['name']}", exit_code=_i(m["code"]))],
+    ),
+    Rule(
+        Signal.WORKER_DIED,
+        "died with exit code",
+        # the 0.32+ API-server process manager: f"Process {name} (PID: {pid}) died with exit code {code}" v1/utils.py:587
+        _c(r"Process (?P<name>\S+) \(PID: \d+\) died with exit code (?P<code>-?\d+)"),
+        lambda m, t: [Failure(name=m["name"], exit_code=int(m["code"]))],
+    ),
+    Rule(
+        Signal.WORKER_DIED,
+        "died, exit code",
+        _c(r"Worker (?P<name>\S+) pid \d+ died, exit code: (?P<code>-?\d+)"),
+        lambda m, t: [Failure(name=m["name"], exit_code=int(m["code"]))],
+    ),
+    Rule(
+        Signal.WORKER_DIED,
+        "Killed process",
+        _c(r"Out of memory: Killed process (?P<pid>\d+) \((?P<n>[^)]+)\)"),
+        lambda m, t: [Failure(name=f"{m['n']} pid {m['pid']} (host OOM killer)", exit_code=-9)],
+    ),
+    Rule(
+        Signal.WORKER_DIED,
+        "The actor died unexpectedly",
+        _c(r"The actor died unexpectedly before finishing this task"),
+        _const(Failure(name="Ray actor")),
+    ),
+    Rule(
+        Signal.WORKER_DIED,
+        "node running low on memory",
+        _c(r"killed due to the node running low on memory"),
+        _const(Failure(name="Ray worker (host out of memory)", exception="host memory exhausted (Ray's OOM killer)")),
+    ),
+    Rule(
+        Signal.WORKER_DIED,
+        "engine core exited unexpectedly",
+        _c(r"engine core exited unexpectedly"),
+        _const(Failure(name="engine core")),
+    ),
+    Rule(
+        Signal.PROCESS_EXCEPTION,
+        "Traceback (most recent call last)",
+        _c(r"\AProcess (?P<name>[\w-]+):\n"),
+        lambda m, t: [Failure(exception=last_exception(t), name=m["name"])],
+    ),
+    # The end of any traceback: which exception a process raised.  Read as a root cause only where a
+    # guard fired after it (tt-prefill-over-32k-assert-then-no-heartbeat: V0's MQLLMEngine logs its loop's
+    # exception, engine.py `logger.exception(repr(e))`, and the client's heartbeat times out minutes later).
+    Rule(Signal.EXCEPTION, "Error: ", _EXCEPTION_LINE, lambda m, t: [Failure(exception=last_exception(t))]),
+    Rule(Signal.EXCEPTION, "Exception: ", _EXCEPTION_LINE, lambda m, t: [Failure(exception=last_exception(t))]),
+    # a traceback whose exception line a paste cut off is still a process that raised
+    # (omni-3gpu-replica2-serial-stage-init-exceeds-startup-timeout)
+    Rule(Signal.EXCEPTION, "Traceback (most recent call last)", _c(r"Traceback \(most recent call last\)"),
+         lambda m, t: [Failure(exception=last_exception(t), name=_traceback_site(t))]),
+    # a traceback pasted without its header or its last line: its frames alone
+    # (sm120-cuda128-toolkit-flashinfer-jit-fp8kv-prefill-build-kills-engine-init)
+    Rule(Signal.EXCEPTION, '", line ', _c(r'File "[^"\n]+", line \d+, in \S+'),
+         lambda m, t: [Failure(exception=last_exception(t), name=_traceback_site(t))]),
+    # Python's threading excepthook: a thread of the process died (open-instruct-grpo-enginecore-output-thread-
+    # encode-crash-insecure-serialization: the engine core's output thread, so no output ever left it again)
+    Rule(Signal.PROCESS_EXCEPTION, "Exception in thread ", _c(r"Exception in thread (?P<name>[^\n:]{1,80}):"),
+         lambda m, t: [Failure(exception=last_exception(t), name=f"thread {m['name']}")]),
+    Rule(
+        Signal.NCCL_WATCHDOG_TIMEOUT,
+        "Watchdog caught collective operation timeout",
+        _c(
+            r"(?:\[(?:PG [^\]]*?)?Rank (?P<rank>\d+)\] )?Watchdog caught collective operation timeout: "
+            r"WorkNCCL\((?P<work>.*?)\) ran for (?P<ran>\d+) milliseconds"
+        ),
+        _nccl_timeout,
+    ),
+    Rule(
+        Signal.NCCL_WORK_STATUS,
+        "last enqueued NCCL work",
+        _c(
+            r"(?:\[(?:PG [^\]]*?)?Rank (?P<rank>\d+)\] )?.*?detected by watchdog at work: (?P<at>\d+), "
+            r"last enqueued NCCL work: (?P<enq>\d+), last completed NCCL work: (?P<done>-?\d+)"
+        ),
+        lambda m, t: [NcclWork(_i(m["rank"]), seq=int(m["at"]), last_enqueued=int(m["enq"]), last_completed=int(m["done"]))],
+    ),
+    Rule(Signal.NCCL_ABORT, "Some NCCL operations have failed", _c(r"Some NCCL operations have failed or timed out")),
+    Rule(Signal.NCCL_ABORT, "watchdog thread terminated", _c(r"watchdog thread terminated with exception")),
+    Rule(Signal.NCCL_ABORT, "ncclCommWatchdog", _c(r"Exception raised from ncclCommWatchdog")),
+    Rule(Signal.CUDA_ERROR, "illegal memory access", _c(r"an illegal memory access was encountered")),
+    # Ascend's device faults: a kernel that failed or timed out on the AI core (driver/firmware side)
+    # (ascend-dsv32-driver-24-1-moe-dispatch-aicore-timeout)
+    Rule(Signal.CUDA_ERROR, "Aicore kernel execute failed", _c(r"Aicore kernel execute failed")),
+    Rule(Signal.CUDA_ERROR, "device-side assert", _c(r"device-side assert triggered")),
+    Rule(Signal.CUDA_ERROR, "unspecified launch failure", _c(r"unspecified launch failure")),
+    Rule(Signal.CUDA_ERROR, "CUDA error: ", _c(r"CUDA error: (?!out of memory|CUBLAS_STATUS_ALLOC_FAILED)[^\n]{0,200}")),
+    Rule(
+        Signal.CUDA_ERROR,
+        "NCCL error",
+        _c(r"NCCL error(?: in: [^\n]*?)?:? (?P<e>unhandled (?:system|cuda) error|internal error|invalid usage)"),
+        lambda m, t: [Failure(name=f"NCCL {m['e']}")],
+    ),
+    Rule(Signal.CUDA_ERROR, "fallen off the bus", _c(r"GPU has fallen off the bus")),
+    Rule(Signal.CUDA_ERROR, "uncorrectable ECC error", _c(r"uncorrectable ECC error encountered")),
+    Rule(Signal.CUDA_ERROR, "NVRM: Xid", _c(r"NVRM: Xid \([^)]*\): (?P<x>\d+)"), lambda m, t: [Failure(name=f"Xid {m['x']}")]),
+    Rule(Signal.FATAL_SIGNAL, "Fatal Python error", _c(r"Fatal Python error: (?P<w>[^\n]{0,200})"), lambda m, t: [Failure(exception=m["w"])]),
+    Rule(Signal.FATAL_SIGNAL, "Segmentation fault", _c(r"Segmentation fault")),
+    Rule(Signal.FATAL_SIGNAL, " received at time=", _c(r"\*\*\* SIG(?P<s>[A-Z]+) received at time=")),
+    Rule(
+        Signal.FATAL_SIGNAL,
+        "terminate called after throwing",
+        _c(r"terminate called after throwing an instance of '(?P<w>[^']+)'"),
+        lambda m, t: [Failure(exception=m["w"])],
+    ),
+    Rule(
+        Signal.RPC_TIMEOUT,
+        "dequeue_timeout",
+        _c(r"get_response\(w, dequeue_timeout\)|dequeue\(timeout=dequeue_timeout\)"),
+        _step_wait("vllm-step"),
+    ),
+    Rule(Signal.RPC_TIMEOUT, "_wait_for_response", _c(r"in _wait_for_response\b"), _step_wait("vllm-step")),
+    Rule(Signal.RPC_TIMEOUT, "worker_response_mq.dequeue(", _c(r"worker_response_mq\.dequeue\("), _step_wait("vllm-step")),
+    Rule(Signal.RPC_TIMEOUT, "_dag_output_fetcher.read(", _c(r"_dag_output_fetcher\.read\("), _step_wait("ray-cgraph")),
+    # the same read seen lower in the traceback, when a paste starts below the executor's frame
+    # (v0102-ray-tp8-pp4-batch-queue-regression-raychannel-read-timeout)
+    Rule(Signal.RPC_TIMEOUT, "ray/experimental/channel/",
+         _c(r"ray/experimental/channel/[\w/]+\.py\", line \d+, in (?:read|_read_list)\b"), _step_wait("ray-cgraph")),
+    Rule(
+        Signal.RPC_TIMEOUT,
+        "RayChannelTimeoutError",
+        _c(r"RayChannelTimeoutError"),
+        _const(Timeout(call="execute_model", guard="ray-cgraph")),
+    ),
+    Rule(
+        Signal.ENGINE_READY_TIMEOUT,
+        "Timed out waiting for new engine",
+        _c(r"Timed out waiting for new engine core processes to start(?:\. Waited (?P<s>\d+)s)?"),
+        lambda m, t: [Timeout(call="scale-up handshake", limit_s=_f(m["s"]), guard="engine-ready")],
+    ),
+    Rule(
+        Signal.ENGINE_READY_TIMEOUT,
+        "DP Coordinator process failed to report",
+        _c(r"DP Coordinator process failed to report ZMQ addresses within timeout=(?P<s>\d+)"),
+        lambda m, t: [Timeout(call="DP coordinator start-up", limit_s=_f(m["s"]), guard="dp-coordinator")],
+    ),
+    Rule(
+        Signal.RECOVERY_TIMEOUT,
+        "[FT] No recovery within",
+        _c(r"\[FT\] No recovery within (?P<s>\d+)s timeout"),
+        lambda m, t: [Timeout(call="fault-tolerance recovery", limit_s=_f(m["s"]), guard="ft")],
+    ),
+)

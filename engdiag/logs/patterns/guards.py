@@ -1,0 +1,105 @@
+"""Guards outside vLLM and stops from outside: Kubernetes probes, a platform's or launcher's start-up limit
+(and the limit it announced), Ray Serve's replica health check, Ray compiled graphs' configured timeout,
+a placement group too small for the engine, an operator's SIGTERM or shutdown, and the shutdown lines
+that follow one.
+
+A guard outside vLLM kills slow engines as often as vLLM's own; an operator's stop before any fault is
+healthy.
+"""
+
+from __future__ import annotations
+
+from engdiag.logs.events import Failure, Phase, Rendezvous, Signal, Timeout
+from engdiag.logs.patterns.base import Rule, _c, _const, _f
+
+GUARDS: tuple[Rule, ...] = (
+    # guards outside vLLM ---------------------------------------------------------------
+    Rule(
+        Signal.EXTERNAL_GUARD,
+        "probe failed",
+        _c(r"(?P<k>Liveness|Startup) probe failed"),
+        lambda m, t: [Timeout(call=f"{m['k'].lower()} probe", guard="k8s-probe")],
+    ),
+    Rule(
+        Signal.EXTERNAL_GUARD,
+        "probe, will be restarted",
+        _c(r"failed (?P<k>liveness|startup) probe, will be restarted"),
+        lambda m, t: [Timeout(call=f"{m['k']} probe", guard="k8s-probe")],
+    ),
+    Rule(
+        Signal.EXTERNAL_GUARD,
+        "within timeout",
+        _c(r"(?:failed to (?:start|become ready)|(?:was )?not (?:ready|healthy)) within (?:the )?timeout"),
+        _const(Timeout(call="server start-up", guard="platform")),
+    ),
+    # vLLM's own test harness (tests/utils.py RemoteOpenAIServer._wait_for_server): "Server failed to start in
+    # time." after its max_wait_seconds (ci-tp2-pp2-eager-h20-server-starts-after-480s-test-deadline)
+    Rule(
+        Signal.EXTERNAL_GUARD,
+        "failed to start in time",
+        _c(r"failed to start in time"),
+        _const(Timeout(call="server start-up", guard="platform")),
+    ),
+    # Modal's runner: "Runner has been initializing for too long: 300 seconds"
+    # (modal-runner-init-300s-timeout-during-torch-compile, the container was still compiling).
+    Rule(
+        Signal.EXTERNAL_GUARD,
+        "initializing for too long",
+        _c(r"initializing for too long(?:: (?P<s>[\d.]+) ?s(?:econds)?)?"),
+        lambda m, t: [Timeout(call="server start-up", limit_s=_f(m["s"]), guard="platform")],
+    ),
+    # A launcher announcing its start-up limit: "Waiting for vllm-server to be ready (timeout: 0s)..."
+    # (lemonade-wrapper-zero-second-readiness-timeout-kills-vllm: a limit of 0 s).
+    Rule(
+        Signal.STARTUP_PHASE,
+        "to be ready (timeout: ",
+        _c(r"to be ready \(timeout: (?P<s>[\d.]+) ?s\)"),
+        lambda m, t: [Phase(f"platform_limit_configured {m['s']}")],
+    ),
+    Rule(
+        Signal.EXTERNAL_GUARD,
+        "Didn't receive health check response",
+        _c(r"Didn't receive health check response for replica [^\n]*? after (?P<s>[\d.]+)s"),
+        lambda m, t: [Timeout(call="replica health check", limit_s=float(m["s"]), guard="ray-serve-health")],
+    ),
+    Rule(
+        Signal.RENDEZVOUS_FAILED,
+        "exceeds the total number of available GPUs",
+        _c(r"number of required GPUs exceeds the total number of available GPUs in the placement group"),
+        _const(Rendezvous(what="placement")),
+    ),
+    Rule(
+        Signal.STARTUP_PHASE,
+        "RAY_CGRAPH_get_timeout is set to",
+        _c(r"RAY_CGRAPH_get_timeout is set to (?P<s>\d+)"),
+        lambda m, t: [Phase(f"ray_cgraph_configured {m['s']}")],
+    ),
+    Rule(
+        Signal.EXTERNAL_GUARD,
+        "failed health check, stopping it",
+        _c(r"failed health check, stopping it"),
+        _const(Timeout(call="replica health check", guard="ray-serve-health")),
+    ),
+    Rule(
+        Signal.OPERATOR_STOP,
+        "received SIGTERM",
+        _c(r"received SIGTERM"),
+        _const(Failure(name="SIGTERM")),
+    ),
+    Rule(Signal.OPERATOR_STOP, "Received SIGTERM", _c(r"Received SIGTERM"), _const(Failure(name="SIGTERM"))),
+    Rule(
+        Signal.OPERATOR_STOP,
+        "received signal=SIG",
+        _c(r"trigger received signal=(?P<s>SIG(?:TERM|INT))"),
+        lambda m, t: [Failure(name=m["s"])],
+    ),
+    Rule(Signal.OPERATOR_STOP, "shutdown triggered", _c(r"\[shutdown\] API server: shutdown triggered"), _const(Failure(name="shutdown"))),
+)
+
+SHUTDOWN: tuple[Rule, ...] = (
+    Rule(Signal.SHUTDOWN, "Shutting down FastAPI HTTP server", _c(r"Shutting down FastAPI HTTP server")),
+    Rule(Signal.SHUTDOWN, "Application shutdown complete", _c(r"Application shutdown complete")),
+    Rule(Signal.SHUTDOWN, "Gracefully stopping http server", _c(r"Gracefully stopping http server")),
+    Rule(Signal.SHUTDOWN, "[shutdown]", _c(r"\[shutdown\]")),
+    Rule(Signal.SHUTDOWN, "Parent process exited, terminating worker", _c(r"Parent process exited, terminating worker")),
+)

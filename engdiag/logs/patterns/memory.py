@@ -1,0 +1,207 @@
+"""GPU memory: the profiler's figures (KV-cache size, concurrency, blocks, the weights / activation /
+KV split), every accelerator's allocation failure with PyTorch's figures when it prints them, the KV cache
+not fitting, and preemptions under KV-cache pressure.
+
+The figures decide the memory sub-kind: fragmentation (PyTorch's cache held at least the failed request
+reserved but unallocated), exhaustion, or KV-cache pressure.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from engdiag.logs.events import CudaOom, Memory, Payload, Preemption, Signal
+from engdiag.logs.patterns.base import Builder, Rule, _c, _i
+
+_UNITS = {"B": 1, "bytes": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
+_UNITS |= {"KB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30, "TB": 1 << 40}
+_SIZE = r"[\d.]+ ?(?:bytes|B|KiB|MiB|GiB|TiB|KB|MB|GB|TB)"
+_SIZE_PARTS = re.compile(r"([\d.]+) ?(\w+)")
+
+
+def size_bytes(text: str | None) -> int | None:
+    """``'736.86 MiB'`` → bytes."""
+    if text is None:
+        return None
+    match = _SIZE_PARTS.fullmatch(text.strip())
+    if match is None or match.group(2) not in _UNITS:
+        return None
+    return int(float(match.group(1)) * _UNITS[match.group(2)])
+
+
+def _oom(match: re.Match[str], text: str) -> Iterable[Payload]:
+    line_end = text.find("\n", match.start())
+    line = text[match.start() : line_end if line_end != -1 else None]
+    new = _OOM_NEW.search(line)
+    if new is not None:
+        yield CudaOom(
+            tried=size_bytes(new["tried"]),
+            total=size_bytes(new["total"]),
+            free=size_bytes(new["free"]),
+            allocated=size_bytes(_group(_OOM_ALLOC, line, "alloc")),
+            reserved_unallocated=size_bytes(_group(_OOM_ALLOC, line, "resv")),
+            private_pools=size_bytes(_group(_OOM_ALLOC, line, "pools")),
+            process_in_use=size_bytes(_group(_OOM_INUSE, line, "inuse")),
+            device=int(new["dev"]),
+        )
+        return
+    old = _OOM_OLD.search(line)
+    if old is not None:
+        allocated, reserved = size_bytes(old["alloc"]), size_bytes(old["resv"])
+        unallocated = reserved - allocated if reserved is not None and allocated is not None else None
+        yield CudaOom(
+            tried=size_bytes(old["tried"]),
+            total=size_bytes(old["total"]),
+            free=size_bytes(old["free"]),
+            allocated=allocated,
+            reserved_unallocated=unallocated,
+            device=int(old["dev"]),
+        )
+        return
+    yield CudaOom()
+
+
+def _group(pattern: re.Pattern[str], text: str, name: str) -> str | None:
+    found = pattern.search(text)
+    return found[name] if found is not None else None
+
+
+_OOM_NEW = re.compile(
+    rf"Tried to allocate (?P<tried>{_SIZE})\. GPU (?P<dev>\d+) has a total capacity of "
+    rf"(?P<total>{_SIZE}) of which (?P<free>{_SIZE}) is free"
+)
+_OOM_ALLOC = re.compile(
+    rf"Of the allocated memory (?P<alloc>{_SIZE}) is allocated by PyTorch, "
+    rf"(?:with (?P<pools>{_SIZE}) allocated in private pools \(e\.g\., CUDA Graphs\), )?"
+    rf"and (?P<resv>{_SIZE}) is reserved by PyTorch but unallocated"
+)
+_OOM_INUSE = re.compile(
+    rf"(?:Including non-PyTorch memory, this process has|Process \d+ has) (?P<inuse>{_SIZE}) memory in use"
+)
+_OOM_OLD = re.compile(
+    rf"Tried to allocate (?P<tried>{_SIZE}) \(GPU (?P<dev>\d+); (?P<total>{_SIZE}) total capacity; "
+    rf"(?P<alloc>{_SIZE}) already allocated; (?P<free>{_SIZE}) free; "
+    rf"(?P<resv>{_SIZE}) reserved in total by PyTorch\)"
+)
+
+
+def _memory(*fields: tuple[str, str, str]) -> Builder:
+    def build(match: re.Match[str], text: str) -> Iterable[Payload]:
+        for name, group, unit in fields:
+            value = match[group]
+            if value is not None:
+                yield Memory(name, float(value.replace(",", "")), unit)
+
+    return build
+
+
+MEMORY: tuple[Rule, ...] = (
+    # memory --------------------------------------------------------------------------
+    Rule(
+        Signal.MEMORY,
+        "Available KV cache memory",
+        _c(r"Available KV cache memory: (?P<v>-?[\d.]+) GiB"),
+        _memory(("available_kv_cache", "v", "GiB")),
+    ),
+    Rule(
+        Signal.MEMORY,
+        "KV cache size:",
+        _c(r"KV cache size: (?P<v>[\d,]+) tokens"),
+        _memory(("kv_cache_tokens", "v", "tokens")),
+    ),
+    Rule(
+        Signal.MEMORY,
+        "Maximum concurrency for",
+        _c(r"Maximum concurrency for (?P<len>[\d,]+) tokens per request: (?P<x>[\d.]+)x"),
+        _memory(("max_model_len", "len", "tokens"), ("max_concurrency", "x", "x")),
+    ),
+    Rule(
+        Signal.MEMORY,
+        "# CPU blocks:",
+        _c(r"# (?!CPU)\w+ blocks: (?P<g>\d+), # CPU blocks: (?P<c>\d+)"),
+        _memory(("gpu_blocks", "g", "blocks"), ("cpu_blocks", "c", "blocks")),
+    ),
+    Rule(
+        Signal.MEMORY,
+        "model weights take",
+        _c(
+            r"model weights take (?P<w>[\d.]+)GiB; non_torch_memory takes (?P<n>[\d.]+)GiB; "
+            r"PyTorch activation peak memory takes (?P<a>[\d.]+)GiB; "
+            r"the rest of the memory reserved for KV Cache is (?P<k>-?[\d.]+)GiB"
+        ),
+        _memory(
+            ("weights", "w", "GiB"),
+            ("non_torch", "n", "GiB"),
+            ("activation_peak", "a", "GiB"),
+            ("kv_cache_reserved", "k", "GiB"),
+        ),
+    ),
+    Rule(
+        Signal.MEMORY,
+        "gpu_memory_utilization (",
+        _c(r"total_gpu_memory \((?P<t>[\d.]+)GiB\) x gpu_memory_utilization \([\d.]+\) = (?P<u>[\d.]+)GiB"),
+        _memory(("total_gpu_memory", "t", "GiB"), ("usable_gpu_memory", "u", "GiB")),
+    ),
+    Rule(
+        Signal.MEMORY,
+        "Sleep mode freed",
+        _c(r"Sleep mode freed (?P<f>[\d.]+) GiB memory"),
+        _memory(("sleep_freed", "f", "GiB")),
+    ),
+    Rule(Signal.CUDA_OOM, "out of memory", _c(r"(?:CUDA|HIP) out of memory|CUDA (?:driver )?error: out of memory"), _oom),
+    # Other accelerators' allocation failures: torch_npu "NPU out of memory", Ascend's runtime
+    # "Memory_Allocation_Failure(EL0004)" (omni-qwen-image-npu-second-inference-stuck-memory-allocation-failure),
+    # Intel "XPU out of memory", Rebellions "SYS_EBUSY: Lack of device memory"
+    # (rbln-minimax-kv-blocks-device-memory-api-server-waits-probe-kill).
+    Rule(Signal.CUDA_OOM, "out of memory", _c(r"\b(?:NPU|XPU|HPU|MPS) out of memory"), _oom),
+    Rule(Signal.CUDA_OOM, "Memory_Allocation_Failure", _c(r"Memory_Allocation_Failure"), _oom),
+    # Ascend's runtime: "EL0004: ... Failed to allocate memory." and "Failed to allocate
+    # resource[DeviceMemory] ... Reason: Memory resources are exhausted."
+    # (ascend-mc2-moe-dispatch-hccl-2gib-device-memory-exhausted)
+    Rule(Signal.CUDA_OOM, "Memory resources are exhausted", _c(r"Memory resources are exhausted"), _oom),
+    Rule(Signal.CUDA_OOM, "EL0004", _c(r"EL0004:[^\n]*Failed to allocate memory"), _oom),
+    Rule(Signal.CUDA_OOM, "Lack of device memory", _c(r"Lack of device memory"), _oom),
+    # Gaudi's PyTorch bridge: "FATAL ERROR :: MODULE:PT_DEVMEM Allocation failed for size::134217728 (128)MB"
+    # (gaudi-inc-fp8-70b-1card-premove-bf16-weights-devmem-alloc-failed)
+    Rule(Signal.CUDA_OOM, "PT_DEVMEM Allocation failed", _c(r"PT_DEVMEM Allocation failed"), _oom),
+    Rule(Signal.KV_CACHE_INSUFFICIENT, "blocks of KV cache", _c(r"Not enough memory for \d+ blocks of KV cache")),
+    # V0's worker wrapper logs "Error executing method initialize_cache. This might cause deadlock in distributed
+    # execution." (worker_base.py, 0.4–0.10) for any exception there; in initialize_cache that is the KV cache not
+    # fitting (raise_if_cache_size_invalid), the "deadlock" being a generic warning
+    # (openrlhf-70b-ppo-initialize-cache-kv-6048-lt-8192-deadlock-warning).
+    Rule(Signal.KV_CACHE_INSUFFICIENT, "Error executing method initialize_cache",
+         _c(r"Error executing method initialize_cache")),
+    Rule(Signal.CUDA_OOM, "CUBLAS_STATUS_ALLOC_FAILED", _c(r"CUBLAS_STATUS_ALLOC_FAILED"), _oom),
+    Rule(Signal.CUDA_OOM, "OutOfMemoryError", _c(r"(?:torch\.(?:cuda\.)?)?OutOfMemoryError"), _oom),
+    Rule(Signal.KV_CACHE_INSUFFICIENT, "No available memory for the cache blocks", _c(r"No available memory for the cache blocks")),
+    Rule(Signal.KV_CACHE_INSUFFICIENT, "larger than the available KV cache memory", _c(r"larger than the available KV cache memory")),
+    Rule(
+        Signal.KV_CACHE_INSUFFICIENT,
+        "stored in KV cache",
+        _c(r"larger than the maximum number of tokens that can be stored in KV cache"),
+    ),
+    # The profiler's own figures saying nothing is left for the KV cache: V0's worker.py
+    # ("... reserved for KV Cache is -1.05GiB"), executor_base.py ("# cuda blocks: 0, # CPU blocks: N",
+    # the device key is "GPU" in older releases) and the concurrency both engines print
+    # (rtx4060-8gb-qwen7b-kv-cache-negative-zero-blocks: the ValueError itself fell past the excerpt).
+    Rule(
+        Signal.KV_CACHE_INSUFFICIENT,
+        "the rest of the memory reserved for KV Cache is -",
+        _c(r"the rest of the memory reserved for KV Cache is -[\d.]+GiB"),
+    ),
+    Rule(Signal.KV_CACHE_INSUFFICIENT, "Available KV cache memory", _c(r"Available KV cache memory: -[\d.]+ GiB")),
+    Rule(Signal.KV_CACHE_INSUFFICIENT, "# CPU blocks:", _c(r"# (?!CPU)\w+ blocks: 0, # CPU blocks:")),
+    Rule(
+        Signal.KV_CACHE_INSUFFICIENT,
+        "Maximum concurrency for",
+        _c(r"Maximum concurrency for [\d,]+ tokens per request: 0\.00x"),
+    ),
+    Rule(Signal.KV_CACHE_INSUFFICIENT, "is less than desired GPU memory utilization", _c(r"is less than desired GPU memory utilization")),
+    Rule(
+        Signal.PREEMPTION,
+        "is preempted by",
+        _c(r"is preempted by (?:PreemptionMode\.)?(?P<mode>\w+) mode(?:.*?total_num_cumulative_preemption=(?P<n>\d+))?"),
+        lambda m, t: [Preemption(_i(m["n"]), m["mode"])],
+    ),
+)

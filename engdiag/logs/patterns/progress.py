@@ -1,0 +1,112 @@
+"""Serving progress and request sizes: the stats line, per-step ``Iteration(N)`` lines
+(``--enable-logging-iteration-details``, 0.14+), the request log
+(received / added / finished / aborted / failed), and every place a prompt's length shows (the request log's
+``prompt_token_ids``, a crash dump's scheduler output, the context-length errors).
+
+These are the lines that prove an engine was working, and the load that sizes a timeout.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from engdiag.logs.events import Iteration, Payload, PromptLength, ScheduledTokens, Signal, Stats
+from engdiag.logs.patterns.base import Rule, _c, _f, _i
+
+_KV = re.compile(r"(?<!CPU )(?:GPU|\w+(?: \+ \w+)?) KV cache usage: ([\d.]+)%")
+_CPU_KV = re.compile(r"CPU KV cache usage: ([\d.]+)%")
+_PREFIX = re.compile(r"Prefix cache hit rate: ([\d.]+)%")
+_PREEMPT = re.compile(r"Preemptions: (\d+)")
+_CORRUPT = re.compile(r"Corrupted: (\d+) reqs")
+
+
+def _stats(match: re.Match[str], text: str) -> Iterable[Payload]:
+    rest = text[match.end() : text.find("\n", match.end()) if "\n" in text[match.end() :] else None]
+    kv, cpu, prefix, preempt, corrupt = (p.search(rest) for p in (_KV, _CPU_KV, _PREFIX, _PREEMPT, _CORRUPT))
+    yield Stats(
+        prompt_tps=float(match["p"]),
+        generation_tps=float(match["g"]),
+        running=int(match["run"]),
+        waiting=int(match["wait"]),
+        swapped=_i(match["sw"]),
+        gpu_kv_pct=_f(kv.group(1)) if kv else None,
+        cpu_kv_pct=_f(cpu.group(1)) if cpu else None,
+        prefix_hit_pct=_f(prefix.group(1)) if prefix else None,
+        preemptions=_i(preempt.group(1)) if preempt else None,
+        engine=_i(match["engine"]),
+        corrupted=_i(corrupt.group(1)) if corrupt else None,
+    )
+
+
+def _scheduled(match: re.Match[str], text: str) -> Iterable[Payload]:
+    lengths = [int(n) for n in re.findall(r"prompt_token_ids_len=(\d+)", text)]
+    yield ScheduledTokens(
+        total=int(match.group(1)),
+        new_requests=text.count("NewRequestData("),
+        largest_new_prompt=max(lengths) if lengths else None,
+    )
+
+
+def _stats_rule(literal: str) -> Rule:
+    return Rule(Signal.STATS, literal, _STATS, _stats)
+
+
+_STATS = re.compile(
+    r"(?:Engine (?P<engine>\d+): |\d+ Engines Aggregated: )?"
+    r"Avg prompt throughput: (?P<p>[\d.]+) tokens/s, ?Avg generation throughput: (?P<g>[\d.]+) tokens/s, ?"
+    r"(?:(?!Running:)[^\n]){0,80}?Running: (?P<run>\d+) reqs, ?(?:Swapped: (?P<sw>\d+) reqs, ?)?(?:Pending|Waiting): (?P<wait>\d+) reqs"
+)
+
+
+PROGRESS: tuple[Rule, ...] = (
+    # progress ------------------------------------------------------------------------
+    _stats_rule("Avg prompt throughput"),
+    Rule(Signal.PREFIX_CACHE, "Prefix cache hit rate: GPU", _c(r"Prefix cache hit rate: GPU: ([\d.]+)%")),
+    Rule(
+        Signal.ITERATION,
+        "Iteration(",
+        _c(
+            r"Iteration\(\d+\): (?P<cr>\d+) context requests, (?P<ct>\d+) context tokens, "
+            r"(?P<gr>\d+) generation requests, (?P<gt>\d+) generation tokens, "
+            r"iteration elapsed time: (?P<ms>[\d.]+) ms"
+        ),
+        lambda m, t: [Iteration(int(m["cr"]), int(m["ct"]), int(m["gr"]), int(m["gt"]), float(m["ms"]))],
+    ),
+    Rule(Signal.REQUEST_RECEIVED, "Received request", _c(r"Received request \S+?:")),
+    Rule(
+        Signal.PROMPT_LENGTH,
+        "prompt_token_ids: ",
+        _c(r"prompt_token_ids: <(?P<least>≥)?(?P<n>\d+) token ids>"),
+        lambda m, t: [PromptLength(int(m["n"]), bool(m["least"]), "request_log")] if m["n"] != "0" else [],
+    ),
+    Rule(Signal.REQUEST_ADDED, "Added request", _c(r"Added request \S+")),
+    Rule(Signal.REQUEST_FINISHED, "Finished request", _c(r"Finished request \S+")),
+    Rule(Signal.REQUEST_ABORTED, "Aborted request", _c(r"Aborted request(?:\(s\))? \S+")),
+    Rule(Signal.REQUEST_FAILED, " failed (", _c(r"Request \S+ failed \((?:engine dead|bad request)")),
+    Rule(Signal.RESPONSE_GENERATED, "Generated response", _c(r"Generated response \S+?:")),
+    # prompt sizes --------------------------------------------------------------------
+    Rule(
+        Signal.PROMPT_LENGTH,
+        "prompt_token_ids_len=",
+        _c(r"prompt_token_ids_len=(\d+)"),
+        lambda m, t: [PromptLength(int(m.group(1)), False, "crash_dump")],
+        every=True,
+    ),
+    Rule(Signal.SCHEDULED_TOKENS, "total_num_scheduled_tokens=", _c(r"total_num_scheduled_tokens=(\d+)"), _scheduled),
+    Rule(
+        Signal.PROMPT_LENGTH,
+        "maximum context length is",
+        _c(
+            r"maximum context length is \d+ tokens\. However, (?:you requested (?P<a>\d+) tokens"
+            r"|your request has (?P<b>\d+) input tokens|your prompt contains (?P<least>at least )?(?P<c>\d+) input tokens)"
+        ),
+        lambda m, t: [PromptLength(int(m["a"] or m["b"] or m["c"]), bool(m["least"]), "context_error")],
+    ),
+    Rule(
+        Signal.PROMPT_LENGTH,
+        "is longer than the maximum model length",
+        _c(r"prompt \(length (\d+)\) (?:plus the number of requested output tokens \(at least 1\) )?is longer than"),
+        lambda m, t: [PromptLength(int(m.group(1)), False, "context_error")],
+    ),
+)

@@ -1,0 +1,152 @@
+"""Waits on other parties: the API server on the engine, ranks on each other (collective mismatches, a
+peer lost over InfiniBand / NCCL / gloo), the rendezvous (clients that never joined, a store nobody
+answers, a Ray placement group that cannot be scheduled), and the communication libraries' own timeouts
+(gloo, HCCL, DeepEP, the NCCL watchdog that hung itself, FlashInfer's all-reduce workspace retries).
+
+Whether such a wait can ever be satisfied is what separates deadlocked from slow.
+"""
+
+from __future__ import annotations
+
+from engdiag.logs.events import NcclWork, Peer, Phase, Rendezvous, Signal, Timeout
+from engdiag.logs.patterns.base import Rule, _c, _const, _f, _i
+
+WAITS: tuple[Rule, ...] = (
+    # waits on other parties ----------------------------------------------------------
+    Rule(
+        Signal.WAITING,
+        "Waiting for output from MQLLMEngine",
+        _c(r"Waiting for output from MQLLMEngine"),
+        _const(Peer(peer="engine", detail="API server waiting for engine output")),
+    ),
+    Rule(
+        Signal.COLLECTIVE_MISMATCH,
+        "op.preamble.length <= op.nbytes",
+        _c(r"op\.preamble\.length <= op\.nbytes\.? ?(?P<a>\d+)? ?(?:vs (?P<b>\d+))?"),
+        lambda m, t: [Peer(detail=f"a peer sent {m['a']} bytes where this rank expected {m['b']}" if m["a"] else None)],
+    ),
+    Rule(
+        Signal.COLLECTIVE_MISMATCH,
+        "Detected mismatch between collectives",
+        _c(r"Detected mismatch between collectives on ranks\. Rank (?P<a>\d+) is running collective: [^\n]*?, but Rank (?P<b>\d+)"),
+        lambda m, t: [Peer(peer=f"rank {m['b']}", detail=f"rank {m['a']} and rank {m['b']} ran different collectives")],
+    ),
+    Rule(
+        Signal.PEER_LOST,
+        "NET/IB",
+        _c(r"NET/IB ?: ?(?:Got completion from peer (?P<peer>[\w.:]+)(?:<\d+>)? with (?:error|status)[ =]?(?P<st>\w+)|(?P<other>[^\n]*?(?:error|Error|failed)))"),
+        lambda m, t: [Peer(peer=m["peer"], detail=f"InfiniBand/RoCE transport error{': ' + m['st'] if m['st'] else ''}")],
+    ),
+    Rule(
+        Signal.PEER_LOST,
+        "ncclRemoteError",
+        _c(r"ncclRemoteError"),
+        _const(Peer(detail="NCCL: a remote process exited or the network failed")),
+    ),
+    Rule(
+        Signal.PEER_LOST,
+        "remote process exited or there was a network error",
+        _c(r"remote process exited or there was a network error"),
+        _const(Peer(detail="NCCL: a remote process exited or the network failed")),
+    ),
+    Rule(
+        Signal.PEER_LOST,
+        "Connection closed by peer",
+        _c(r"Connection closed by peer(?: \[(?P<peer>[^\]]+)\])?"),
+        lambda m, t: [Peer(peer=m["peer"], detail="gloo: the peer closed the connection (it exited)")],
+    ),
+    Rule(
+        Signal.PEER_LOST,
+        "Connection reset by peer",
+        _c(r"(?:gloo|pair\.cc)[^\n]*Connection reset by peer"),
+        _const(Peer(detail="gloo: the peer reset the connection (it exited)")),
+    ),
+    Rule(
+        Signal.RENDEZVOUS_FAILED,
+        "clients joined",
+        _c(r"Timed out after (?P<s>\d+) seconds waiting for clients\. (?P<j>\d+)/(?P<n>\d+) clients joined"),
+        lambda m, t: [Rendezvous(joined=int(m["j"]), expected=int(m["n"]), limit_s=_f(m["s"]))],
+    ),
+    Rule(
+        Signal.RENDEZVOUS_FAILED,
+        "while trying to connect to",
+        _c(r"timed out after (?P<ms>\d+)ms while trying to connect to \((?P<addr>[^)]*)\)"),
+        lambda m, t: [Rendezvous(limit_s=int(m["ms"]) / 1000, address=m["addr"].replace(" ", ""), what="store")],
+    ),
+    # A traceback through the rendezvous itself: torch's init_process_group raised inside
+    # ``store, rank, world_size = next(rendezvous_iterator)`` (distributed_c10d.py), i.e. the store never
+    # gathered its members or could not be reached; the error line may be cut off
+    # (dgx-spark-2node-rank1-never-joins-hardwrapped: 1/2 clients joined, the line fell past the paste).
+    Rule(
+        Signal.RENDEZVOUS_FAILED,
+        "next(rendezvous_iterator)",
+        _c(r"next\(rendezvous_iterator\)"),
+        _const(Rendezvous()),
+    ),
+    Rule(
+        Signal.RENDEZVOUS_FAILED,
+        "cannot be scheduled right now",
+        _c(r"(?:resource request|tasks?|actors?)[^\n]*cannot be scheduled right now"),
+        _const(Rendezvous(what="placement")),
+    ),
+    Rule(
+        Signal.RENDEZVOUS_FAILED,
+        "Cannot provide a placement group",
+        _c(r"Cannot provide a placement group"),
+        _const(Rendezvous(what="placement")),
+    ),
+    Rule(
+        Signal.WAITING,
+        "Waiting for creating a placement group",
+        _c(r"Waiting for creating a placement group of specs for (?P<s>\d+) seconds"),
+        lambda m, t: [Peer(peer="Ray placement group", detail=f"waited {m['s']} s for GPUs to be placed")],
+    ),
+    Rule(
+        Signal.COMM_TIMEOUT,
+        "operation to complete",
+        _c(r"Timed out waiting (?P<ms>\d+)ms for (?P<op>recv|send) operation to complete"),
+        lambda m, t: [Timeout(call=f"gloo {m['op']}", limit_s=int(m["ms"]) / 1000, guard="gloo")],
+    ),
+    Rule(
+        Signal.COMM_TIMEOUT,
+        "Notify register times out",
+        _c(r"Notify register times out\. Reason: The Notify register has not received the Notify record from "
+           r"remote rank:? ?\[(?P<r>[^\]]*)\](?:[^\n]*?tag\[(?P<tag>[A-Za-z]+))?"),
+        lambda m, t: [Timeout(call=f"HCCL {m['tag'] or 'collective'} (remote rank {m['r']} never signalled)",
+                              guard="hccl")],
+    ),
+    # HCCL's socket wait (EI0006): "Getting socket times out. Reason: Remote Rank did not send the data in
+    # time. Please check the reason for the rank being stuck" (ascend-grpo-colocated-vllm-hccl-allreduce-
+    # remote-rank-stuck, inside an all_reduce)
+    Rule(
+        Signal.COMM_TIMEOUT,
+        "Remote Rank did not send the data in time",
+        _c(r"Remote Rank did not send the data in time"),
+        _const(Timeout(call="HCCL collective (a remote rank never sent its data)", guard="hccl")),
+    ),
+    Rule(
+        Signal.NCCL_WATCHDOG_TIMEOUT,
+        "watchdog got stuck for",
+        _c(r"(?:\[(?:PG [^\]]*?)?Rank (?P<rank>\d+)\] )?ProcessGroupNCCL's watchdog got stuck for (?P<s>\d+) seconds"),
+        lambda m, t: [NcclWork(rank=_i(m["rank"]), op="a CUDA/NCCL call (the watchdog itself hung)",
+                               ran_ms=int(m["s"]) * 1000)],
+    ),
+    Rule(
+        Signal.COMM_TIMEOUT,
+        "DeepEP error: timeout",
+        _c(r"DeepEP error: timeout \((?P<w>[^)]*)\)"),
+        lambda m, t: [Timeout(call=f"DeepEP {m['w']}", guard="deepep")],
+    ),
+    Rule(
+        Signal.COMM_TIMEOUT,
+        "DeepEP timeout check failed",
+        _c(r"DeepEP timeout check failed: rank = (?P<r>\d+)"),
+        lambda m, t: [Timeout(call="DeepEP dispatch/combine", guard="deepep")],
+    ),
+    Rule(
+        Signal.BUSY_RETRY,
+        "All Reduce workspace",
+        _c(r"Failed to initialize FlashInfer All Reduce workspace: (?P<d>[^\n]{0,160})"),
+        lambda m, t: [Phase("all-reduce workspace set-up (timed out, retried)")],
+    ),
+)
