@@ -4,7 +4,8 @@ Events arrive input by input, not in time order, so the builder keeps bounded
 per-input lists and sorts only at the end.  High-volume signals (requests,
 prompt lengths) are counted, not kept.  The result answers the classifier's
 questions: when did the engine last make progress, what was the first anomaly,
-what was fatal, and who went silent first.
+what was fatal, and who went silent first.  Which signals count as work, anomaly or
+fatal is ``signal_kinds.py``; the throughput figures are gathered by ``load.py``.
 """
 
 from __future__ import annotations
@@ -13,11 +14,11 @@ from collections import Counter, deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from engdiag.analysis.load import Gap, Load, LoadTracker
+from engdiag.analysis.signal_kinds import ANOMALIES, FATAL, SERVING, is_progress
 from engdiag.logs.events import (
     Event,
-    Iteration,
     ParallelConfig,
-    Phase,
     Proc,
     Progress,
     PromptLength,
@@ -30,75 +31,21 @@ from engdiag.logs.hotscan import KEEP_LAST
 from engdiag.logs.scan import Seen, SourceSummary
 from engdiag.quantile import nearest_rank
 
-PROGRESS = frozenset(
-    {
-        Signal.ITERATION,
-        Signal.REQUEST_FINISHED,
-        Signal.RESPONSE_GENERATED,
-        Signal.STARTUP_PHASE,
-        Signal.COMPILE,
-        Signal.SERVER_READY,
-        Signal.MEMORY,
-    }
-)
-"""Signals that prove the engine did work (stats and bars count when they move)."""
-
-ANOMALIES = frozenset(
-    {
-        Signal.SHM_STALL,
-        Signal.ITERATION_TIMEOUT,
-        Signal.HEARTBEAT_LOST,
-        Signal.RPC_TIMEOUT,
-        Signal.ENGINE_READY_TIMEOUT,
-        Signal.ENGINE_FATAL,
-        Signal.ENGINE_DEAD,
-        Signal.WORKER_EXCEPTION,
-        Signal.WORKER_DIED,
-        Signal.PROCESS_EXCEPTION,
-        Signal.NCCL_WATCHDOG_TIMEOUT,
-        Signal.NCCL_WORK_STATUS,
-        Signal.NCCL_ABORT,
-        Signal.CUDA_OOM,
-        Signal.KV_CACHE_INSUFFICIENT,
-        Signal.CUDA_ERROR,
-        Signal.FATAL_SIGNAL,
-        Signal.PREEMPTION,
-        Signal.HTTP_ERROR,
-        Signal.REQUEST_FAILED,
-        Signal.STACK_DUMP,
-    }
-)
-FATAL = frozenset(
-    {
-        Signal.ITERATION_TIMEOUT,
-        Signal.HEARTBEAT_LOST,
-        Signal.RPC_TIMEOUT,
-        Signal.ENGINE_READY_TIMEOUT,
-        Signal.ENGINE_FATAL,
-        Signal.ENGINE_DEAD,
-        Signal.WORKER_DIED,
-        Signal.PROCESS_EXCEPTION,
-        Signal.NCCL_WATCHDOG_TIMEOUT,
-        Signal.FATAL_SIGNAL,
-        Signal.CUDA_OOM,
-        Signal.CUDA_ERROR,
-        Signal.KV_CACHE_INSUFFICIENT,
-    }
-)
-"""Signals after which the engine does not come back by itself."""
-
-SERVING = frozenset(
-    {
-        Signal.STATS,
-        Signal.ITERATION,
-        Signal.REQUEST_RECEIVED,
-        Signal.REQUEST_ADDED,
-        Signal.REQUEST_FINISHED,
-        Signal.RESPONSE_GENERATED,
-        Signal.SERVER_READY,
-    }
-)
-"""Signals that only appear once the engine serves."""
+# The signal kinds (signal_kinds.py) and load figures (load.py) are re-exported: the classifier, the
+# recommender and the watcher read them with the timeline.
+__all__ = [
+    "ANOMALIES",
+    "FATAL",
+    "SERVING",
+    "Gap",
+    "Load",
+    "ProcLast",
+    "PromptStats",
+    "Timeline",
+    "TimelineBuilder",
+    "is_progress",
+    "order_key",
+]
 
 _KEEP_FIRST = 64
 _KEEP_LAST = 512
@@ -124,18 +71,6 @@ def order_key(event: Event, source_index: dict[str, int]) -> tuple[int, int, int
     """Sort key: time (untimed first), then input order, then line."""
     time = event.stamp.key if event.stamp is not None else -1
     return (time, source_index.get(event.source, 0), event.line)
-
-
-def is_progress(event: Event) -> bool:
-    """Does this event show the engine doing work?"""
-    data = event.data
-    if event.signal is Signal.STATS and isinstance(data, Stats):
-        return data.prompt_tps > 0 or data.generation_tps > 0
-    if event.signal is Signal.PROGRESS_BAR and isinstance(data, Progress):
-        return data.done > 0
-    if isinstance(data, Phase) and not data.is_work:
-        return False  # the API server waiting on the engine, or a setting logged, is not the engine working
-    return event.signal in PROGRESS
 
 
 @dataclass(slots=True)
@@ -182,102 +117,6 @@ class PromptStats:
     lower_bound: bool
     """Some lengths were truncated in the log (``--max-log-len``): true sizes are larger."""
     origins: dict[str, int]
-
-
-def _round3(value: float) -> float:
-    """Three significant digits: rates kept as a bounded histogram, not a list."""
-    return float(f"{value:.3g}")
-
-
-@dataclass(frozen=True, slots=True)
-class Gap:
-    """A stretch with work in flight and no progress line, while the engine was healthy."""
-
-    seconds: int
-    source: str
-    start_line: int
-    end_line: int
-    start_time: str
-
-
-@dataclass(frozen=True)
-class Load:
-    """Throughput figures gathered while streaming (bounded histograms of rounded rates)."""
-
-    step_prefill_tps: dict[float, int]
-    """Per-step prefill rate from ``Iteration(N)`` lines (context tokens ÷ step time)."""
-    busy_prompt_tps: dict[float, int]
-    """Stats intervals with prompt throughput and a queue: the engine was saturated."""
-    prompt_tps: dict[float, int]
-    """Every stats interval with prompt throughput."""
-    decode_tps_per_request: dict[float, int]
-    """Generation throughput ÷ running requests."""
-    longest_gap: Gap | None
-
-
-class _LoadTracker:
-    def __init__(self) -> None:
-        self.step: Counter[float] = Counter()
-        self.busy: Counter[float] = Counter()
-        self.prompt: Counter[float] = Counter()
-        self.decode: Counter[float] = Counter()
-        self.busy_since: dict[str, Event] = {}
-        self.gap: Gap | None = None
-        self.opening: dict[str, Event] = {}
-        """First progress event per source while no fatal had been seen (to join with an earlier range)."""
-        self.saw_fatal = False
-
-    def add(self, event: Event) -> None:
-        data = event.data
-        if isinstance(data, Iteration) and data.context_tokens and data.elapsed_ms > 0:
-            self.step[_round3(data.context_tokens / (data.elapsed_ms / 1000))] += 1
-        if isinstance(data, Stats):
-            if data.prompt_tps > 0:
-                self.prompt[_round3(data.prompt_tps)] += 1
-                if data.waiting > 0:
-                    self.busy[_round3(data.prompt_tps)] += 1
-            if data.running > 0 and data.generation_tps > 0:
-                self.decode[_round3(data.generation_tps / data.running)] += 1
-        if event.signal in FATAL:
-            self.busy_since.clear()
-            self.saw_fatal = True
-        elif is_progress(event) and event.stamp is not None:
-            if not self.saw_fatal:
-                self.opening.setdefault(event.source, event)
-            self._gap(event)
-
-    def _gap(self, event: Event) -> None:
-        self._measure(self.busy_since.get(event.source), event)
-        busy = (isinstance(event.data, Stats) and event.data.running > 0) or isinstance(event.data, Iteration)
-        if busy:
-            self.busy_since[event.source] = event
-        else:
-            self.busy_since.pop(event.source, None)
-
-    def _measure(self, start: Event | None, event: Event) -> None:
-        if start is not None and start.stamp is not None and event.stamp is not None:
-            seconds = event.stamp.key - start.stamp.key
-            if self.gap is None or seconds > self.gap.seconds:
-                self.gap = Gap(seconds, event.source, start.line, event.line, start.stamp.text)
-
-    def extend(self, later: _LoadTracker) -> None:
-        """Continue with a tracker that saw the events after these."""
-        for mine, theirs in ((self.step, later.step), (self.busy, later.busy),
-                             (self.prompt, later.prompt), (self.decode, later.decode)):
-            mine.update(theirs)
-        for source, event in later.opening.items():
-            self._measure(self.busy_since.get(source), event)
-        if later.gap is not None and (self.gap is None or later.gap.seconds > self.gap.seconds):
-            self.gap = later.gap
-        carried = {} if later.saw_fatal else {s: e for s, e in self.busy_since.items() if s not in later.opening}
-        self.busy_since = {**carried, **later.busy_since}
-        if not self.saw_fatal:
-            for source, event in later.opening.items():
-                self.opening.setdefault(source, event)
-        self.saw_fatal = self.saw_fatal or later.saw_fatal
-
-    def build(self) -> Load:
-        return Load(dict(self.step), dict(self.busy), dict(self.prompt), dict(self.decode), self.gap)
 
 
 @dataclass(frozen=True, slots=True)
@@ -358,7 +197,7 @@ class TimelineBuilder:
         self._origins: Counter[str] = Counter()
         self._version: Version | None = None
         self._config: dict[str, object] = {}
-        self._load = _LoadTracker()
+        self._load = LoadTracker()
 
     def add(self, event: Event) -> None:
         """Take one event."""
