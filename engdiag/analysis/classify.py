@@ -81,6 +81,7 @@ RULES: tuple[Callable[[Facts], Verdict | None], ...] = (
     stalls.stack_in_collective,
     wait_rules.core_waits,
     wait_rules.api_waits,
+    wait_rules.placement_wait,
     wait_rules.handshake_wait,
     stalls.stalled_serving,
     stalls.offline_stall,

@@ -111,6 +111,13 @@ def kv_pressure(facts: Facts) -> Verdict | None:
     return None
 
 
+def allocating_sites(facts: Facts) -> list[Event]:
+    """Tracebacks through a step that allocates most of the GPU, their exception cut off or about memory."""
+    return [e for e in facts.t.of(Signal.EXCEPTION)
+            if isinstance(e.data, Failure) and (e.data.name or "").startswith(ALLOCATING)
+            and (not e.data.exception or "memory" in e.data.exception.lower())]
+
+
 def died_allocating(facts: Facts) -> Verdict | None:
     """A traceback through a step that allocates most of the GPU, its exception cut off: most often OOM.
 
@@ -119,9 +126,7 @@ def died_allocating(facts: Facts) -> Verdict | None:
     sleep mode's wake_up re-allocates weights and KV cache next to whatever else holds the GPU
     (verl-fsdp-rollout-wake-up-oom-after-empty-cache-removed).
     """
-    raised = [e for e in facts.t.of(Signal.EXCEPTION)
-              if isinstance(e.data, Failure) and (e.data.name or "").startswith(ALLOCATING)
-              and (not e.data.exception or "memory" in e.data.exception.lower())]
+    raised = allocating_sites(facts)
     if not raised:
         return None
     where = raised[0].data.name.removeprefix(ALLOCATING)  # type: ignore[union-attr]

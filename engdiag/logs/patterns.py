@@ -258,6 +258,10 @@ _ALLOCATING_FRAMES = (
     (re.compile(r"(?:\bin |\.)(?:determine_num_available_blocks|determine_available_memory|profile_run)\b"),
      "the memory-profiling run, which holds the largest batch it will ever see"),
     (re.compile(r"(?:\bin |\.)wake_up\b"), "sleep mode's wake-up, which re-allocates the weights and KV cache"),
+    # allocating the KV-cache tensors right after the KV cache was sized (V1 and vllm-ascend model runners;
+    # ascend-qwen3next-kv-init-oom-gpu-util-0.85: NPU OOM at gpu_memory_utilization 0.85, the error line cut)
+    (re.compile(r"(?:\bin |\.)(?:initialize_kv_cache|initialize_from_config)\b"),
+     "the KV-cache allocation, which takes what the memory profile left"),
     (re.compile(r"(?:\bin |\.)capture_model\b"),
      "CUDA-graph capture, which allocates the graphs' memory pools after the KV cache took its share"),
 )
@@ -623,6 +627,10 @@ RULES: tuple[Rule, ...] = (
          _c(r"Error executing method initialize_cache")),
     Rule(Signal.CUDA_OOM, "CUBLAS_STATUS_ALLOC_FAILED", _c(r"CUBLAS_STATUS_ALLOC_FAILED"), _oom),
     Rule(Signal.CUDA_OOM, "OutOfMemoryError", _c(r"(?:torch\.(?:cuda\.)?)?OutOfMemoryError"), _oom),
+    # torch's caching allocator's own sentence, "Tried to allocate 136.00 MiB. GPU 0 has a total capacity of
+    # ...", when a paste kept it without the "CUDA out of memory." before it
+    # (cudagraph-capture-oom-at-0.98-gpu-util-5090-laptop: three wrapped lines of the message, nothing else).
+    Rule(Signal.CUDA_OOM, "Tried to allocate ", _c(rf"Tried to allocate {_SIZE}(?:\. GPU \d+ has a total| \(GPU \d+;)"), _oom),
     Rule(Signal.KV_CACHE_INSUFFICIENT, "No available memory for the cache blocks", _c(r"No available memory for the cache blocks")),
     Rule(Signal.KV_CACHE_INSUFFICIENT, "larger than the available KV cache memory", _c(r"larger than the available KV cache memory")),
     Rule(
@@ -948,6 +956,16 @@ RULES: tuple[Rule, ...] = (
         "next(rendezvous_iterator)",
         _c(r"next\(rendezvous_iterator\)"),
         _const(Rendezvous()),
+    ),
+    # torch's ProcessGroupGloo: "Gloo connectFullMesh failed with [...pair.cc:N] timed out connecting:
+    # SO_ERROR: Connection refused, remote=[127.0.0.1]:<port> (rank=8, size=16, local=[127.0.0.1])" — the CPU
+    # group's ranks could not connect to each other, so the group never forms
+    # (eks-lws-gloo-world-group-loopback-bind-ray-handle-red-herring: every rank advertised loopback).
+    Rule(
+        Signal.RENDEZVOUS_FAILED,
+        "Gloo connectFullMesh failed",
+        _c(r"Gloo connectFullMesh failed(?:[^\n]*\n?[^\n]*?remote=\[(?P<addr>[^\]]+)\](?::(?P<port>[\w<>]+))?)?"),
+        lambda m, t: [Rendezvous(address=m["addr"], what="mesh")],
     ),
     Rule(
         Signal.RENDEZVOUS_FAILED,
