@@ -199,3 +199,61 @@ def test_torchs_allocator_sentence_alone_is_an_oom_and_a_look_alike_is_not(tmp_p
     assert verdict.kind.value == "fragmented"
     look_alike = "INFO 01-01 00:00:00 [cache.py:10] Tried to allocate the prefix cache index, retrying\n"
     assert _verdict(tmp_path, look_alike).kind.value != "fragmented"
+
+
+# Blind round 7 ------------------------------------------------------------------------------------------
+
+def test_the_watchdogs_work_description_wrapped_off_its_first_line_is_still_a_collective_timeout(tmp_path):
+    verdict = _verdict(tmp_path, (
+        "[Rank 1] Watchdog caught collective operation timeout:\n"
+        "WorkNCCL(SeqNum=12590, OpType=_ALLGATHER_BASE, NumelIn=1404928, NumelOut=2809856,\n"
+        "         Timeout(ms)=600000) ran for 600060 milliseconds before timing out.\n"))
+    assert verdict.kind.value == "deadlocked" and "_ALLGATHER_BASE #12590" in verdict.headline
+    unrelated = "INFO 01-01 00:00:00 [x.py:1] Work item ran for 600060 milliseconds\n"
+    assert _verdict(tmp_path, unrelated).kind.value != "deadlocked"
+
+
+def test_an_orchestrators_start_up_limit_leans_slow_and_needs_a_timeout_to_fire(tmp_path):
+    fired = ('  File "/w/vllm_omni/engine/async_omni_engine.py", line 285, in __init__\n'
+             '    raise TimeoutError(f"Orchestrator did not become ready within {startup_timeout}s") from e\n'
+             "TimeoutError: Orchestrator did not become ready within 600s\n")
+    verdict = _verdict(tmp_path, fired)
+    assert verdict.kind.value == "slow" and "start-up" in verdict.headline
+    # the same wait raising something else is the stage's own failure, not the limit
+    other = ('  File "/w/vllm_omni/engine/async_omni_engine.py", line 314, in __init__\n'
+             "    startup_future.result(timeout=startup_timeout)\n"
+             "ValueError: stage 0 has no devices\n")
+    assert _verdict(tmp_path, other).kind.value != "slow"
+
+
+def test_start_up_retrying_the_hub_leans_slow_and_a_finished_download_does_not(tmp_path):
+    retry = ("HTTP Error 504 thrown while requesting HEAD https://huggingface.co/org/model/resolve/main/config.json\n"
+             "Retrying in 8s [Retry 4/5].\n")
+    verdict = _verdict(tmp_path, retry)
+    assert verdict.kind.value == "slow" and "Hugging Face Hub" in verdict.headline
+    assert any(step.command == "export HF_HUB_OFFLINE=1" for step in verdict.next_steps)
+    served = retry + ("(APIServer pid=1) INFO 01-01 00:10:00 [api_server.py:1] Starting vLLM API server on "
+                      "http://0.0.0.0:8000\n(APIServer pid=1) INFO:     Application startup complete.\n")
+    assert _verdict(tmp_path, served).kind.value != "slow"
+
+
+_SIZED = """\
+INFO 01-30 05:50:16 worker.py:266] the current vLLM instance can use total_gpu_memory (79.10GiB) x gpu_memory_utilization (0.90) = 71.19GiB
+INFO 01-30 05:50:16 executor_base.py:108] # CUDA blocks: 39874, # CPU blocks: 2240
+[rank0]: Traceback (most recent call last):
+[rank0]:   File "/t/train.py", line 173, in <module>
+[rank0]:     trainer = GRPOTrainer(
+"""
+
+
+def test_a_cut_traceback_right_after_kv_sizing_leans_exhaustion(tmp_path):
+    verdict = _verdict(tmp_path, _SIZED)
+    assert verdict.kind.value == "fragmented" and "KV cache was sized" in verdict.headline
+
+
+def test_a_traceback_after_kv_sizing_with_its_exception_or_after_later_steps_is_not_that(tmp_path):
+    raised = _SIZED + "[rank0]: ValueError: Unknown quantization method: foo\n"
+    assert _verdict(tmp_path, raised).kind.value != "fragmented"
+    later = _SIZED.replace("[rank0]: Traceback", "INFO 01-30 05:51:40 model_runner.py:1500] Graph capturing finished "
+                           "in 84 secs, took 0.56 GiB\n[rank0]: Traceback")
+    assert "KV cache was sized" not in _verdict(tmp_path, later).headline

@@ -75,6 +75,7 @@ RULES: tuple[Callable[[Facts], Verdict | None], ...] = (
     timeouts.external_guard,
     phase_rules.slow_startup,
     memory.died_allocating,
+    memory.died_after_sizing,
     crashes.other_fatal,
     stalls.stack_in_compile,
     stalls.stack_in_launch,

@@ -175,7 +175,7 @@ def _nccl_timeout(match: re.Match[str], text: str) -> Iterable[Payload]:
     work = match["work"]
     found = {key: p.search(work) for key, p in _WORK_FIELDS.items()}
     yield NcclWork(
-        rank=_i(match["rank"]),
+        rank=_i(match.groupdict().get("rank")),
         seq=_i(found["seq"].group(1)) if found["seq"] else None,
         op=found["op"].group(1) if found["op"] else None,
         timeout_ms=_i(found["timeout_ms"].group(1)) if found["timeout_ms"] else None,
@@ -807,9 +807,19 @@ RULES: tuple[Rule, ...] = (
         Signal.NCCL_WATCHDOG_TIMEOUT,
         "Watchdog caught collective operation timeout",
         _c(
-            r"(?:\[(?:PG [^\]]*?)?Rank (?P<rank>\d+)\] )?Watchdog caught collective operation timeout: "
-            r"WorkNCCL\((?P<work>.*?)\) ran for (?P<ran>\d+) milliseconds"
+            # a paste may wrap the work's fields onto the next lines (dgx-spark-2node-tp2-allgather-hang-pip-nccl)
+            r"(?:\[(?:PG [^\]]*?)?Rank (?P<rank>\d+)\] )?Watchdog caught collective operation timeout:\s*"
+            r"WorkNCCL\((?P<work>(?:[^()]|\([^()\n]*\))*?)\)\s*ran for (?P<ran>\d+) milliseconds"
         ),
+        _nccl_timeout,
+    ),
+    # The work description alone is the watchdog's signature: "WorkNCCL(SeqNum=…) ran for N milliseconds
+    # before timing out" is printed for nothing else, so it counts where a paste broke it off its first line
+    # (dgx-spark-2node-tp2-allgather-hang-pip-nccl: "timeout:" ends one line, the work fills the next two).
+    Rule(
+        Signal.NCCL_WATCHDOG_TIMEOUT,
+        "milliseconds before timing out",
+        _c(r"WorkNCCL\((?P<work>(?:[^()]|\([^()\n]*\))*?)\)\s*ran for (?P<ran>\d+) milliseconds before timing out"),
         _nccl_timeout,
     ),
     Rule(
@@ -1027,6 +1037,16 @@ RULES: tuple[Rule, ...] = (
         _c(r"DeepEP timeout check failed: rank = (?P<r>\d+)"),
         lambda m, t: [Timeout(call="DeepEP dispatch/combine", guard="deepep")],
     ),
+    # huggingface_hub's HTTP back-off, while vLLM fetches the model's files or metadata: "'(ReadTimeoutError(...))'
+    # thrown while requesting HEAD https://huggingface.co/...", "HTTP Error 504 thrown while requesting HEAD ..."
+    # then "Retrying in 8s [Retry 4/5]." — start-up waits on the network
+    # (ci-hf-hub-504-outage-stall-until-harness-timeout, omni-hf-read-timeouts-orchestrator-600s-ci).
+    Rule(
+        Signal.BUSY_RETRY,
+        " thrown while requesting ",
+        _c(r" thrown while requesting (?:HEAD|GET) https?://"),
+        lambda m, t: [Phase("model download from the Hugging Face Hub (requests failing, retried)")],
+    ),
     Rule(
         Signal.BUSY_RETRY,
         "All Reduce workspace",
@@ -1057,6 +1077,30 @@ RULES: tuple[Rule, ...] = (
         Signal.EXTERNAL_GUARD,
         "failed to start in time",
         _c(r"failed to start in time"),
+        _const(Timeout(call="server start-up", guard="platform")),
+    ),
+    # vllm-omni's orchestrator around its stages' start-up (engine/async_omni_engine.py): "TimeoutError:
+    # Orchestrator did not become ready within 600s" (omni-nextstep-offload-init-exceeds-600s-timeout-ignored,
+    # omni-hf-read-timeouts-orchestrator-600s-ci), the bare TimeoutError of
+    # ``startup_future.result(timeout=startup_timeout)`` (omni-qwen3-omni-perf-ci-orchestrator-startup-timeout),
+    # and the older "[Orchestrator] Initialization timeout: 0/1 stages ready" (omni.py;
+    # omni-diffusion-stage-init-timeout-during-hf-download).  Each stage was still starting.
+    Rule(
+        Signal.EXTERNAL_GUARD,
+        "did not become ready within",
+        _c(r"did not become ready within (?P<s>[\d.]+) ?s"),
+        lambda m, t: [Timeout(call="server start-up", limit_s=_f(m["s"]), guard="platform")],
+    ),
+    Rule(
+        Signal.EXTERNAL_GUARD,
+        "timeout=startup_timeout",
+        _c(r"\(timeout=startup_timeout\)"),
+        lambda m, t: [Timeout(call="server start-up", guard="platform")] if "TimeoutError" in t else [],
+    ),
+    Rule(
+        Signal.EXTERNAL_GUARD,
+        "Initialization timeout: ",
+        _c(r"Initialization timeout: \d+/\d+ stages ready"),
         _const(Timeout(call="server start-up", guard="platform")),
     ),
     # Modal's runner: "Runner has been initializing for too long: 300 seconds"
