@@ -131,3 +131,129 @@ def test_a_core_waiting_through_start_up_after_the_banner_leans_slow(tmp_path):
     text = "".join(stall.format(m=m) for m in (7, 8, 9))
     assert _verdict(tmp_path, banner + text).kind.value == "slow"
     assert _verdict(tmp_path, text).kind.value == "deadlocked"  # waits alone, nothing starting: stuck workers
+
+
+# Blind round 6 ------------------------------------------------------------------------------------------
+
+_PG_WAIT = ("(EngineCore pid=84) INFO 06-07 18:13:55 [ray_utils.py:464] Waiting for creating a placement group of "
+            "specs for {s} seconds. specs=[{{'GPU': 1.0}}, {{'GPU': 1.0}}]. Check `ray status` and `ray list nodes` "
+            "to see if you have enough resources.\n")
+
+
+def test_a_placement_group_unplaced_for_minutes_is_a_wait_that_cannot_complete(tmp_path):
+    verdict = _verdict(tmp_path, _PG_WAIT.format(s=70) + _PG_WAIT.format(s=150).replace("13:55", "15:15"))
+    assert verdict.kind.value == "deadlocked" and "150 s" in verdict.headline
+    assert any(step.command == "ray status" for step in verdict.next_steps)
+
+
+def test_a_placement_group_placed_in_the_end_or_briefly_waited_for_is_no_deadlock(tmp_path):
+    placed = _PG_WAIT.format(s=150) + ("(RayWorkerWrapper pid=9) INFO 06-07 18:14:30 [default_loader.py:268] "
+                                       "Loading weights took 12.39 seconds\n")
+    assert _verdict(tmp_path, placed).kind.value != "deadlocked"
+    assert _verdict(tmp_path, _PG_WAIT.format(s=30)).kind.value != "deadlocked"
+
+
+def test_a_gloo_mesh_that_cannot_connect_is_a_rendezvous_that_never_completes(tmp_path):
+    verdict = _verdict(tmp_path, (
+        "RuntimeError: Gloo connectFullMesh failed with [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:152]\n"
+        "  timed out connecting: SO_ERROR: Connection refused, remote=[127.0.0.1]:<port>\n"
+        "  (rank=8, size=16, local=[127.0.0.1])\n"))
+    assert verdict.kind.value == "deadlocked" and "127.0.0.1" in verdict.headline and "loopback" in verdict.headline
+    assert any("GLOO_SOCKET_IFNAME" in (step.command or "") for step in verdict.next_steps)
+
+
+_KV_ALLOC = """\
+(EngineCore_DP0 pid=712) INFO 12-16 02:36:34 [kv_cache_utils.py:1286] GPU KV cache size: 282,240 tokens
+(Worker_TP0 pid=849) ERROR 12-16 02:36:34 [multiproc_executor.py:822] WorkerProc hit an exception.
+(Worker_TP0 pid=849) ERROR 12-16 02:36:34 [multiproc_executor.py:822] Traceback (most recent call last):
+(Worker_TP0 pid=849) ERROR 12-16 02:36:34 [multiproc_executor.py:822]   File "/v/worker_base.py", line 320, in initialize_from_config
+(Worker_TP0 pid=849) ERROR 12-16 02:36:34 [multiproc_executor.py:822]     self.model_runner.initialize_kv_cache(kv_cache_config)
+"""
+
+
+def test_a_traceback_cut_inside_the_kv_cache_allocation_leans_exhaustion(tmp_path):
+    verdict = _verdict(tmp_path, _KV_ALLOC)
+    assert verdict.kind.value == "fragmented" and "KV-cache allocation" in verdict.headline
+    assert "last line" in verdict.undecided
+
+
+def test_the_kv_cache_allocation_raising_something_else_is_no_oom(tmp_path):
+    raised = _KV_ALLOC + ("(Worker_TP0 pid=849) ERROR 12-16 02:36:34 [multiproc_executor.py:822] NotImplementedError: "
+                          "hybrid KV cache groups are not supported by this attention backend\n")
+    assert _verdict(tmp_path, raised).kind.value != "fragmented"
+
+
+def test_a_traceback_through_the_profiling_run_after_loading_is_no_start_up_timeout(tmp_path):
+    verdict = _verdict(tmp_path, (
+        "INFO 10-23 19:55:16 model_runner.py:1067] Loading model weights took 19.8557 GB\n"
+        "INFO 10-23 19:55:16 enc_dec_model_runner.py:301] Starting profile run for multi-modal models.\n"
+        "Process SpawnProcess-1:\nTraceback (most recent call last):\n"
+        '  File "/v/engine/llm_engine.py", line 483, in _initialize_kv_caches\n'
+        "    self.model_executor.determine_num_available_blocks())\n"))
+    assert verdict.kind.value == "fragmented" and "profiling run" in verdict.headline
+
+
+def test_torchs_allocator_sentence_alone_is_an_oom_and_a_look_alike_is_not(tmp_path):
+    verdict = _verdict(tmp_path, "    Tried to allocate 136.00 MiB. GPU 0 has a total capacity of 22.36 GiB of\n"
+                                 "    which 120.88 MiB is free.\n")
+    assert verdict.kind.value == "fragmented"
+    look_alike = "INFO 01-01 00:00:00 [cache.py:10] Tried to allocate the prefix cache index, retrying\n"
+    assert _verdict(tmp_path, look_alike).kind.value != "fragmented"
+
+
+# Blind round 7 ------------------------------------------------------------------------------------------
+
+def test_the_watchdogs_work_description_wrapped_off_its_first_line_is_still_a_collective_timeout(tmp_path):
+    verdict = _verdict(tmp_path, (
+        "[Rank 1] Watchdog caught collective operation timeout:\n"
+        "WorkNCCL(SeqNum=12590, OpType=_ALLGATHER_BASE, NumelIn=1404928, NumelOut=2809856,\n"
+        "         Timeout(ms)=600000) ran for 600060 milliseconds before timing out.\n"))
+    assert verdict.kind.value == "deadlocked" and "_ALLGATHER_BASE #12590" in verdict.headline
+    unrelated = "INFO 01-01 00:00:00 [x.py:1] Work item ran for 600060 milliseconds\n"
+    assert _verdict(tmp_path, unrelated).kind.value != "deadlocked"
+
+
+def test_an_orchestrators_start_up_limit_leans_slow_and_needs_a_timeout_to_fire(tmp_path):
+    fired = ('  File "/w/vllm_omni/engine/async_omni_engine.py", line 285, in __init__\n'
+             '    raise TimeoutError(f"Orchestrator did not become ready within {startup_timeout}s") from e\n'
+             "TimeoutError: Orchestrator did not become ready within 600s\n")
+    verdict = _verdict(tmp_path, fired)
+    assert verdict.kind.value == "slow" and "start-up" in verdict.headline
+    # the same wait raising something else is the stage's own failure, not the limit
+    other = ('  File "/w/vllm_omni/engine/async_omni_engine.py", line 314, in __init__\n'
+             "    startup_future.result(timeout=startup_timeout)\n"
+             "ValueError: stage 0 has no devices\n")
+    assert _verdict(tmp_path, other).kind.value != "slow"
+
+
+def test_start_up_retrying_the_hub_leans_slow_and_a_finished_download_does_not(tmp_path):
+    retry = ("HTTP Error 504 thrown while requesting HEAD https://huggingface.co/org/model/resolve/main/config.json\n"
+             "Retrying in 8s [Retry 4/5].\n")
+    verdict = _verdict(tmp_path, retry)
+    assert verdict.kind.value == "slow" and "Hugging Face Hub" in verdict.headline
+    assert any(step.command == "export HF_HUB_OFFLINE=1" for step in verdict.next_steps)
+    served = retry + ("(APIServer pid=1) INFO 01-01 00:10:00 [api_server.py:1] Starting vLLM API server on "
+                      "http://0.0.0.0:8000\n(APIServer pid=1) INFO:     Application startup complete.\n")
+    assert _verdict(tmp_path, served).kind.value != "slow"
+
+
+_SIZED = """\
+INFO 01-30 05:50:16 worker.py:266] the current vLLM instance can use total_gpu_memory (79.10GiB) x gpu_memory_utilization (0.90) = 71.19GiB
+INFO 01-30 05:50:16 executor_base.py:108] # CUDA blocks: 39874, # CPU blocks: 2240
+[rank0]: Traceback (most recent call last):
+[rank0]:   File "/t/train.py", line 173, in <module>
+[rank0]:     trainer = GRPOTrainer(
+"""
+
+
+def test_a_cut_traceback_right_after_kv_sizing_leans_exhaustion(tmp_path):
+    verdict = _verdict(tmp_path, _SIZED)
+    assert verdict.kind.value == "fragmented" and "KV cache was sized" in verdict.headline
+
+
+def test_a_traceback_after_kv_sizing_with_its_exception_or_after_later_steps_is_not_that(tmp_path):
+    raised = _SIZED + "[rank0]: ValueError: Unknown quantization method: foo\n"
+    assert _verdict(tmp_path, raised).kind.value != "fragmented"
+    later = _SIZED.replace("[rank0]: Traceback", "INFO 01-30 05:51:40 model_runner.py:1500] Graph capturing finished "
+                           "in 84 secs, took 0.56 GiB\n[rank0]: Traceback")
+    assert "KV cache was sized" not in _verdict(tmp_path, later).headline

@@ -19,7 +19,7 @@ from __future__ import annotations
 from engdiag.analysis.draft import Draft
 from engdiag.analysis.facts import KV_HIGH_PCT, Facts
 from engdiag.analysis.verdict import Kind, MemoryKind, Role, Verdict
-from engdiag.logs.events import Event, Failure, Preemption, Signal
+from engdiag.logs.events import Event, Failure, Memory, Preemption, Signal
 from engdiag.logs.patterns import ALLOCATING
 from engdiag.units import format_bytes
 
@@ -111,6 +111,13 @@ def kv_pressure(facts: Facts) -> Verdict | None:
     return None
 
 
+def allocating_sites(facts: Facts) -> list[Event]:
+    """Tracebacks through a step that allocates most of the GPU, their exception cut off or about memory."""
+    return [e for e in facts.t.of(Signal.EXCEPTION)
+            if isinstance(e.data, Failure) and (e.data.name or "").startswith(ALLOCATING)
+            and (not e.data.exception or "memory" in e.data.exception.lower())]
+
+
 def died_allocating(facts: Facts) -> Verdict | None:
     """A traceback through a step that allocates most of the GPU, its exception cut off: most often OOM.
 
@@ -119,9 +126,7 @@ def died_allocating(facts: Facts) -> Verdict | None:
     sleep mode's wake_up re-allocates weights and KV cache next to whatever else holds the GPU
     (verl-fsdp-rollout-wake-up-oom-after-empty-cache-removed).
     """
-    raised = [e for e in facts.t.of(Signal.EXCEPTION)
-              if isinstance(e.data, Failure) and (e.data.name or "").startswith(ALLOCATING)
-              and (not e.data.exception or "memory" in e.data.exception.lower())]
+    raised = allocating_sites(facts)
     if not raised:
         return None
     where = raised[0].data.name.removeprefix(ALLOCATING)  # type: ignore[union-attr]
@@ -130,4 +135,34 @@ def died_allocating(facts: Facts) -> Verdict | None:
     draft.cite(raised[0], Role.ROOT_CAUSE, "the traceback passes through that allocation")
     draft.undecided = "the traceback's last line: torch.OutOfMemoryError confirms it"
     draft.step("leave more of the GPU free", "--gpu-memory-utilization 0.8")
+    return draft.done()
+
+
+_SIZED = ("available_kv_cache", "gpu_blocks", "kv_cache_tokens")
+
+
+def died_after_sizing(facts: Facts) -> Verdict | None:
+    """A traceback, its exception cut off, right after the KV cache was sized and before any later step.
+
+    Sizing hands the KV cache all that profiling left of ``gpu_memory_utilization``; the next steps
+    allocate it and capture CUDA graphs on what remains, so they are where the GPU is fullest
+    (grpo-deepspeed-vllm-init-oom-gpu-util-0.9: 71 GiB of KV cache at 0.9 next to a DeepSpeed trainer).
+    """
+    if facts.t.serving_started:
+        return None
+    sized = [e for e in facts.t.of(Signal.MEMORY) if isinstance(e.data, Memory) and e.data.name in _SIZED]
+    raised = facts.t.of(Signal.EXCEPTION, Signal.PROCESS_EXCEPTION)
+    if not sized or not raised or any(isinstance(e.data, Failure) and e.data.exception for e in raised):
+        return None
+    first = raised[0]
+    if facts.at(first) < facts.at(sized[-1]) or any(
+            facts.at(sized[-1]) < facts.at(e) <= facts.at(first) for e in facts.t.of(Signal.STARTUP_PHASE)):
+        return None
+    draft = Draft(facts, Kind.FRAGMENTED, 0.45, "GPU memory exhausted at start-up (likely): a process raised right "
+                  "after the KV cache was sized, in the allocation and CUDA-graph capture that take what is left")
+    draft.sub_kind = MemoryKind.EXHAUSTION
+    draft.cite(first, Role.ROOT_CAUSE, "the traceback follows the sizing, before any later start-up step")
+    draft.cite(sized[-1], Role.SUPPORTING, "the KV cache's share of the GPU")
+    draft.undecided = "the traceback's last line: torch.OutOfMemoryError confirms it"
+    draft.step("leave more of the GPU to everything else on it", "--gpu-memory-utilization 0.8")
     return draft.done()

@@ -200,6 +200,9 @@ def _launched_only(facts: Facts) -> Verdict | None:
     return draft.done()
 
 
+HUB_DOWNLOAD = "model download from the Hugging Face Hub"
+
+
 def startup_stopped(facts: Facts) -> Verdict | None:
     """The log ends during start-up, with nothing fatal: not evidence of health, nor of a hang."""
     if facts.t.serving_started or facts.t.of(Signal.SERVER_READY):
@@ -230,6 +233,17 @@ def startup_stopped(facts: Facts) -> Verdict | None:
                    "export NCCL_P2P_DISABLE=1")
         draft.step("make every rank reach the rendezvous address (multi-node: a routable IP)",
                    "export VLLM_HOST_IP=$(hostname -I | cut -d' ' -f1)")
+        return draft.done()
+    if last.name.startswith(HUB_DOWNLOAD):
+        # the network is the slow party: start-up goes on once the Hub answers, unless a limit fires first
+        # (ci-hf-hub-504-outage-stall-until-harness-timeout: a Hub outage, the harness's timeout killed it)
+        draft = Draft(facts, Kind.SLOW, 0.4,
+                      f"slow start-up (likely): start-up waits on the Hugging Face Hub, whose requests fail and are "
+                      f"retried ({last.detail}); nothing shows the engine stuck")
+        draft.cite(facts.event_at(last.source, last.line), Role.ROOT_CAUSE, "the model's files are not there yet")
+        draft.undecided = "the lines after the retries: the download finishing, or a start-up limit firing first"
+        draft.step("download the model ahead of start-up (huggingface-cli download), then start without the network",
+                   "export HF_HUB_OFFLINE=1")
         return draft.done()
     share = _utilization(facts)
     if last.name == "CUDA-graph capture" and not last.finished and share is not None and share >= HIGH_UTILIZATION:

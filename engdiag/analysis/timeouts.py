@@ -25,6 +25,7 @@ Domain facts encoded here (docs/verdicts.md, "Timeouts"):
 
 from __future__ import annotations
 
+from engdiag.analysis import memory
 from engdiag.analysis.draft import Draft
 from engdiag.analysis.facts import DECODE_STEP_TOKENS, HUGE_STEP_TOKENS, Facts, is_startup_work, stalled
 from engdiag.analysis.guards import timeout_event
@@ -137,6 +138,10 @@ def startup_death(facts: Facts) -> Verdict | None:
     death = deaths[0]
     work = facts.startup_work_before(death)
     if facts.served_before(death) or not work or facts.exception_of(death):
+        return None
+    if memory.allocating_sites(facts):
+        # the dying process's own traceback runs through the allocation it was doing: that work raised, no
+        # waiter gave up on it (mllama-11b-profile-run-oom-default-max-num-seqs: the profiling run)
         return None
     draft = Draft(facts, Kind.SLOW, 0.55, "slow start-up: a vLLM process died while start-up work was still advancing")
     draft.cite(work[-1], Role.SUPPORTING, "start-up was still making progress")

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from engdiag.analysis.draft import Draft
 from engdiag.analysis.facts import Facts, is_startup_work, stalled
+from engdiag.analysis.timeline import is_progress
 from engdiag.analysis.verdict import Kind, Role, Verdict
 from engdiag.analysis.waits import (
     UNSATISFIABLE,
@@ -58,6 +59,11 @@ def _comm_steps(draft: Draft, event: Event) -> None:
         meet = event.data if isinstance(event.data, Rendezvous) else Rendezvous()
         if meet.what == "placement":
             draft.step("see what Ray can place: GPUs per node against the parallel sizes", "ray status")
+        elif meet.what == "mesh":
+            draft.step("bind gloo to the interface the nodes reach each other on (on every node)",
+                       "export GLOO_SOCKET_IFNAME=$(ip -o -4 route show default | awk '{print $5}')")
+            draft.step("make every rank advertise a routable IP, never 127.0.0.1 on multi-node",
+                       "export VLLM_HOST_IP=$(hostname -I | cut -d' ' -f1)")
         else:
             draft.step("make every member reach the master address: a routable IP, never 127.0.0.1 on multi-node",
                        "export VLLM_HOST_IP=$(hostname -I | cut -d' ' -f1)   # and MASTER_ADDR / --data-parallel-address")
@@ -262,6 +268,39 @@ def core_waits(facts: Facts) -> Verdict | None:
                    "export VLLM_HOST_IP=$(hostname -I | cut -d' ' -f1)")
         return draft.done()
     return None
+
+
+PLACEMENT_STUCK_S = 60
+"""Ray placing a placement group takes seconds when the GPUs exist; still waiting past this, they do not."""
+
+
+def placement_wait(facts: Facts) -> Verdict | None:
+    """The engine waiting for Ray to place its GPUs, with nothing after: resources the cluster lacks.
+
+    vLLM's ``_wait_until_pg_ready`` (executor/ray_utils.py, 0.4–0.34) logs "Waiting for creating a
+    placement group of specs for N seconds" at 10, 30, 70, 150 … s and gives up only after 1800 s.  A
+    group still unplaced after a minute asks for more GPUs than the cluster has (or than Ray detected):
+    gpustack-ray-pg-wait-gpu-detected-as-tpu — two GPUs asked, one GPU and one TPU seen.
+    """
+    pg = [w for w in facts.model.waits if w.via == "placement group" and w.satisfiable is None]
+    events = [e for e in facts.t.of(Signal.WAITING) if (e.source, e.line) in {(w.source, w.line) for w in pg}]
+    if not pg or not events or (pg[-1].seconds or 0) < PLACEMENT_STUCK_S:
+        return None
+    last = events[-1]
+    if any(is_startup_work(e) or is_progress(e) for e in facts.after(last)):
+        return None  # placed after all: the start-up went on
+    draft = Draft(facts, Kind.DEADLOCKED, 0.55,
+                  f"deadlocked at start-up: Ray had not placed the engine's GPUs after {pg[-1].seconds:.0f} s — "
+                  "the cluster lacks what the placement group asks for, a wait that cannot complete as it stands")
+    draft.cite(last, Role.ROOT_CAUSE, "placing GPUs that exist takes seconds")
+    if len(events) > 1:
+        draft.cite(events[0], Role.SUPPORTING, "the first of the waits")
+    draft.undecided = ("`ray status`: pending placement groups and fewer GPUs than the specs ask confirm it; an "
+                       "autoscaler still adding GPU nodes would make it slow instead")
+    draft.step("see what Ray can place: GPUs per node against the parallel sizes", "ray status")
+    draft.step("compare with the GPUs the engine asks for: tensor × pipeline × data parallel sizes",
+               "ray list nodes --detail")
+    return draft.done()
 
 
 def api_waits(facts: Facts) -> Verdict | None:

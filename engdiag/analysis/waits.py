@@ -9,6 +9,7 @@ channel, how long, satisfiable or not and why); ``wait_rules`` judges them
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from engdiag.analysis.facts import Facts, is_startup_work
@@ -120,6 +121,9 @@ def _core_waits(facts: Facts) -> Iterable[Wait]:
                    float(sum(interval(e) for e in workers)), workers[-1].source, workers[-1].line)
 
 
+_WAITED = re.compile(r"waited (\d+) s")
+
+
 def _api_waits(facts: Facts) -> Iterable[Wait]:
     waiting = facts.t.of(Signal.WAITING)
     mq = [e for e in waiting if isinstance(e.data, Peer) and e.data.peer == "engine"]
@@ -132,8 +136,10 @@ def _api_waits(facts: Facts) -> Iterable[Wait]:
     for event in waiting:
         if isinstance(event.data, Peer) and event.data.peer == "Ray placement group":
             failed = facts.t.of(Signal.RENDEZVOUS_FAILED)
+            waited = _WAITED.search(event.data.detail or "")
             yield Wait(_label(event, "engine"), "Ray placement group", "placement group",
-                       False if failed else None, event.data.detail or "", None, event.source, event.line)
+                       False if failed else None, event.data.detail or "",
+                       float(waited[1]) if waited else None, event.source, event.line)
 
 
 def _collective_waits(facts: Facts) -> Iterable[Wait]:
@@ -170,6 +176,11 @@ def _rendezvous(facts: Facts) -> Iterable[Wait]:
         meet = event.data if isinstance(event.data, Rendezvous) else Rendezvous()
         if meet.what == "store":
             on, why = f"the TCP store at {meet.address}", "nothing answered at that address"
+        elif meet.what == "mesh":
+            on = f"the peer at {meet.address}" if meet.address else "its peer ranks"
+            why = "the CPU (gloo) group's ranks could not connect to each other"
+            if meet.address and meet.address.startswith(("127.", "::1", "localhost")):
+                why += "; a rank advertised a loopback address, which no other node can reach"
         elif meet.what == "placement":
             on, why = "Ray placement group", "the cluster cannot place the requested GPUs"
         else:
