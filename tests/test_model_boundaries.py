@@ -257,3 +257,34 @@ def test_a_traceback_after_kv_sizing_with_its_exception_or_after_later_steps_is_
     later = _SIZED.replace("[rank0]: Traceback", "INFO 01-30 05:51:40 model_runner.py:1500] Graph capturing finished "
                            "in 84 secs, took 0.56 GiB\n[rank0]: Traceback")
     assert "KV cache was sized" not in _verdict(tmp_path, later).headline
+
+
+# The engine-ready timeout bounds start-up only for API servers run apart from the engines --------------
+
+_LOADING = "".join(f"Loading safetensors checkpoint shards:  8{i}% Completed | {132 + i}/161 [4{i}:09<06:11, 12.82s/it]\n"
+                   for i in range(5))
+_SERVE = ('  File "/v/vllm/entrypoints/cli/serve.py", line 118, in cmd\n'
+          "    {call}(args)\n"
+          '  File "/v/vllm/entrypoints/cli/serve.py", line 279, in {call}\n'
+          "    with launch_core_engines(\n")
+
+
+def test_a_cut_start_up_wait_of_api_servers_run_apart_is_their_ready_timeout(tmp_path):
+    verdict = _verdict(tmp_path, _LOADING + "Traceback (most recent call last):\n"
+                       + _SERVE.format(call="run_multi_api_server"))
+    assert verdict.kind.value == "slow"
+    assert analyze([str(tmp_path / "fragment.log")]).model.guard.knob == "VLLM_ENGINE_READY_TIMEOUT_S"
+
+
+def test_one_api_servers_start_up_wait_has_no_deadline_so_its_end_is_no_ready_timeout(tmp_path):
+    # wait_for_engine_startup polls without a deadline (0.9.2-0.34): only a process exit ends it
+    analyze_result = analyze([str(_write(tmp_path, _LOADING + "Traceback (most recent call last):\n"
+                                         + _SERVE.format(call="run_api_server_worker_proc")))])
+    guard = analyze_result.model.guard
+    assert guard is None or guard.knob != "VLLM_ENGINE_READY_TIMEOUT_S"
+
+
+def _write(tmp_path, text: str):
+    path = tmp_path / "fragment.log"
+    path.write_text(text)
+    return path

@@ -130,6 +130,13 @@ class Facts:
         return [e for e in self.before(event) if is_startup_work(e)]
 
     @cached_property
+    def api_servers_apart(self) -> bool:
+        """Do API servers run as processes of their own (``--api-server-count`` > 1: ``ApiServer_N`` tags,
+        ``run_multi_api_server`` in a traceback)?  Only they wait on engine start-up with a deadline."""
+        return any((e.proc is not None and e.proc.name.startswith("ApiServer_")) or "run_multi_api_server" in e.text
+                   for e in self.events)
+
+    @cached_property
     def multi_rank(self) -> bool:
         """Does the log show more than one GPU rank working together?"""
         config = self.t.config

@@ -165,9 +165,11 @@ def cut_startup_wait(facts: Facts, activities: tuple[Activity, ...]) -> Guard | 
     """The start-up guard, when the API server's start-up wait died while start-up work was still advancing.
 
     A traceback through ``launch_core_engines`` / ``wait_for_engine_startup`` with its exception cut off,
-    no crash anywhere, and a start-up phase still advancing at its last line: the only thing that ends
-    that wait without an error of its own is VLLM_ENGINE_READY_TIMEOUT_S (600 s; fixed before 0.14)
-    — nightly-161-shard-load-timeout-ascend, 43 min into a 161-shard load.
+    no crash anywhere, and a start-up phase still advancing at its last line.  Where API servers run apart
+    from the engines (``run_multi_api_server``, ``ApiServer_N`` processes), each waits on its input socket
+    for VLLM_ENGINE_READY_TIMEOUT_S (600 s; fixed before 0.14) and its exit ends the launcher's wait —
+    nightly-161-shard-load-timeout-ascend, 43 min into a 161-shard load.  A single API server's
+    ``wait_for_engine_startup`` has no deadline (0.9.2–0.34): there only a process exit ends it.
     """
     failures = [e for e in facts.t.of(Signal.ENGINE_FATAL)
                 if isinstance(e.data, Failure) and e.data.name == "start-up" and not e.data.exception]
@@ -176,6 +178,8 @@ def cut_startup_wait(facts: Facts, activities: tuple[Activity, ...]) -> Guard | 
     event = failures[0]
     if facts.served_before(event) or not any(a.startup and a.advancing and not a.finished for a in activities):
         return None
+    if not facts.api_servers_apart:
+        return None  # one API server's wait_for_engine_startup has no deadline: only a process exit ends it
     return Guard("engine start-up timeout", "vLLM", float(ENGINE_READY.default),
                  "default; inferred — the start-up wait's traceback is cut before its exception",
                  "engine start-up: weight loading, profiling, compilation, CUDA-graph capture",

@@ -114,7 +114,8 @@ EXECUTE_MODEL = Knob(
 )
 ENGINE_READY = Knob(
     "VLLM_ENGINE_READY_TIMEOUT_S", Kind.ENV, "s", "600",
-    "V1 start-up: weight loading, profiling, compilation and CUDA-graph capture until the engine core is ready",
+    "V1 start-up as API servers run apart from the engines wait on it (--api-server-count > 1, external DP): weight "
+    "loading, profiling, compilation and CUDA-graph capture; one API server waits on start-up with no limit",
     Engine.V1, (0, 14, 0), None,
 )
 ITERATION = Knob(

@@ -35,7 +35,7 @@ def _nccl_timeout(match: re.Match[str], text: str) -> Iterable[Payload]:
     work = match["work"]
     found = {key: p.search(work) for key, p in _WORK_FIELDS.items()}
     yield NcclWork(
-        rank=_i(match["rank"]),
+        rank=_i(match.groupdict().get("rank")),
         seq=_i(found["seq"].group(1)) if found["seq"] else None,
         op=found["op"].group(1) if found["op"] else None,
         timeout_ms=_i(found["timeout_ms"].group(1)) if found["timeout_ms"] else None,
@@ -66,6 +66,10 @@ _ALLOCATING_FRAMES = (
     (re.compile(r"(?:\bin |\.)(?:determine_num_available_blocks|determine_available_memory|profile_run)\b"),
      "the memory-profiling run, which holds the largest batch it will ever see"),
     (re.compile(r"(?:\bin |\.)wake_up\b"), "sleep mode's wake-up, which re-allocates the weights and KV cache"),
+    # allocating the KV-cache tensors right after the KV cache was sized (V1 and vllm-ascend model runners;
+    # ascend-qwen3next-kv-init-oom-gpu-util-0.85: NPU OOM at gpu_memory_utilization 0.85, the error line cut)
+    (re.compile(r"(?:\bin |\.)(?:initialize_kv_cache|initialize_from_config)\b"),
+     "the KV-cache allocation, which takes what the memory profile left"),
     (re.compile(r"(?:\bin |\.)capture_model\b"),
      "CUDA-graph capture, which allocates the graphs' memory pools after the KV cache took its share"),
 )
@@ -131,7 +135,7 @@ STALLS_TIMEOUTS_FATALS: tuple[Rule, ...] = (
     Rule(
         Signal.ENGINE_FATAL,
         "launch_core_engines(",
-        _c(r"launch_core_engines\(|wait_for_engine_startup\("),
+        _c(r"run_multi_api_server\(|launch_core_engines\(|wait_for_engine_startup\("),
         _failure("start-up"),
     ),
     Rule(Signal.ENGINE_FATAL, "Engine background task failed", _c(r"Engine background task failed"), _failure("background loop")),
@@ -225,9 +229,19 @@ STALLS_TIMEOUTS_FATALS: tuple[Rule, ...] = (
         Signal.NCCL_WATCHDOG_TIMEOUT,
         "Watchdog caught collective operation timeout",
         _c(
-            r"(?:\[(?:PG [^\]]*?)?Rank (?P<rank>\d+)\] )?Watchdog caught collective operation timeout: "
-            r"WorkNCCL\((?P<work>.*?)\) ran for (?P<ran>\d+) milliseconds"
+            # a paste may wrap the work's fields onto the next lines (dgx-spark-2node-tp2-allgather-hang-pip-nccl)
+            r"(?:\[(?:PG [^\]]*?)?Rank (?P<rank>\d+)\] )?Watchdog caught collective operation timeout:\s*"
+            r"WorkNCCL\((?P<work>(?:[^()]|\([^()\n]*\))*?)\)\s*ran for (?P<ran>\d+) milliseconds"
         ),
+        _nccl_timeout,
+    ),
+    # The work description alone is the watchdog's signature: "WorkNCCL(SeqNum=…) ran for N milliseconds
+    # before timing out" is printed for nothing else, so it counts where a paste broke it off its first line
+    # (dgx-spark-2node-tp2-allgather-hang-pip-nccl: "timeout:" ends one line, the work fills the next two).
+    Rule(
+        Signal.NCCL_WATCHDOG_TIMEOUT,
+        "milliseconds before timing out",
+        _c(r"WorkNCCL\((?P<work>(?:[^()]|\([^()\n]*\))*?)\)\s*ran for (?P<ran>\d+) milliseconds before timing out"),
         _nccl_timeout,
     ),
     Rule(

@@ -40,6 +40,30 @@ GUARDS: tuple[Rule, ...] = (
         _c(r"failed to start in time"),
         _const(Timeout(call="server start-up", guard="platform")),
     ),
+    # vllm-omni's orchestrator around its stages' start-up (engine/async_omni_engine.py): "TimeoutError:
+    # Orchestrator did not become ready within 600s" (omni-nextstep-offload-init-exceeds-600s-timeout-ignored,
+    # omni-hf-read-timeouts-orchestrator-600s-ci), the bare TimeoutError of
+    # ``startup_future.result(timeout=startup_timeout)`` (omni-qwen3-omni-perf-ci-orchestrator-startup-timeout),
+    # and the older "[Orchestrator] Initialization timeout: 0/1 stages ready" (omni.py;
+    # omni-diffusion-stage-init-timeout-during-hf-download).  Each stage was still starting.
+    Rule(
+        Signal.EXTERNAL_GUARD,
+        "did not become ready within",
+        _c(r"did not become ready within (?P<s>[\d.]+) ?s"),
+        lambda m, t: [Timeout(call="server start-up", limit_s=_f(m["s"]), guard="platform")],
+    ),
+    Rule(
+        Signal.EXTERNAL_GUARD,
+        "timeout=startup_timeout",
+        _c(r"\(timeout=startup_timeout\)"),
+        lambda m, t: [Timeout(call="server start-up", guard="platform")] if "TimeoutError" in t else [],
+    ),
+    Rule(
+        Signal.EXTERNAL_GUARD,
+        "Initialization timeout: ",
+        _c(r"Initialization timeout: \d+/\d+ stages ready"),
+        _const(Timeout(call="server start-up", guard="platform")),
+    ),
     # Modal's runner: "Runner has been initializing for too long: 300 seconds"
     # (modal-runner-init-300s-timeout-during-torch-compile, the container was still compiling).
     Rule(

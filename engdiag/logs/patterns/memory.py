@@ -174,6 +174,10 @@ MEMORY: tuple[Rule, ...] = (
          _c(r"Error executing method initialize_cache")),
     Rule(Signal.CUDA_OOM, "CUBLAS_STATUS_ALLOC_FAILED", _c(r"CUBLAS_STATUS_ALLOC_FAILED"), _oom),
     Rule(Signal.CUDA_OOM, "OutOfMemoryError", _c(r"(?:torch\.(?:cuda\.)?)?OutOfMemoryError"), _oom),
+    # torch's caching allocator's own sentence, "Tried to allocate 136.00 MiB. GPU 0 has a total capacity of
+    # ...", when a paste kept it without the "CUDA out of memory." before it
+    # (cudagraph-capture-oom-at-0.98-gpu-util-5090-laptop: three wrapped lines of the message, nothing else).
+    Rule(Signal.CUDA_OOM, "Tried to allocate ", _c(rf"Tried to allocate {_SIZE}(?:\. GPU \d+ has a total| \(GPU \d+;)"), _oom),
     Rule(Signal.KV_CACHE_INSUFFICIENT, "No available memory for the cache blocks", _c(r"No available memory for the cache blocks")),
     Rule(Signal.KV_CACHE_INSUFFICIENT, "larger than the available KV cache memory", _c(r"larger than the available KV cache memory")),
     Rule(

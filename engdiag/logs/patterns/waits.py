@@ -83,6 +83,16 @@ WAITS: tuple[Rule, ...] = (
         _c(r"next\(rendezvous_iterator\)"),
         _const(Rendezvous()),
     ),
+    # torch's ProcessGroupGloo: "Gloo connectFullMesh failed with [...pair.cc:N] timed out connecting:
+    # SO_ERROR: Connection refused, remote=[127.0.0.1]:<port> (rank=8, size=16, local=[127.0.0.1])" — the CPU
+    # group's ranks could not connect to each other, so the group never forms
+    # (eks-lws-gloo-world-group-loopback-bind-ray-handle-red-herring: every rank advertised loopback).
+    Rule(
+        Signal.RENDEZVOUS_FAILED,
+        "Gloo connectFullMesh failed",
+        _c(r"Gloo connectFullMesh failed(?:[^\n]*\n?[^\n]*?remote=\[(?P<addr>[^\]]+)\](?::(?P<port>[\w<>]+))?)?"),
+        lambda m, t: [Rendezvous(address=m["addr"], what="mesh")],
+    ),
     Rule(
         Signal.RENDEZVOUS_FAILED,
         "cannot be scheduled right now",
@@ -142,6 +152,16 @@ WAITS: tuple[Rule, ...] = (
         "DeepEP timeout check failed",
         _c(r"DeepEP timeout check failed: rank = (?P<r>\d+)"),
         lambda m, t: [Timeout(call="DeepEP dispatch/combine", guard="deepep")],
+    ),
+    # huggingface_hub's HTTP back-off, while vLLM fetches the model's files or metadata: "'(ReadTimeoutError(...))'
+    # thrown while requesting HEAD https://huggingface.co/...", "HTTP Error 504 thrown while requesting HEAD ..."
+    # then "Retrying in 8s [Retry 4/5]." — start-up waits on the network
+    # (ci-hf-hub-504-outage-stall-until-harness-timeout, omni-hf-read-timeouts-orchestrator-600s-ci).
+    Rule(
+        Signal.BUSY_RETRY,
+        " thrown while requesting ",
+        _c(r" thrown while requesting (?:HEAD|GET) https?://"),
+        lambda m, t: [Phase("model download from the Hugging Face Hub (requests failing, retried)")],
     ),
     Rule(
         Signal.BUSY_RETRY,
