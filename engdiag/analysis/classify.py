@@ -27,7 +27,7 @@ from engdiag.analysis import benign, crashes, guards, memory, phase_rules, stall
 from engdiag.analysis.facts import Facts
 from engdiag.analysis.timeline import Timeline
 from engdiag.analysis.verdict import Kind, Verdict
-from engdiag.logs.events import Signal
+from engdiag.logs.events import Event, Rendezvous, Signal
 
 _HARD = (
     Signal.CUDA_OOM,
@@ -57,13 +57,21 @@ def root_fault(facts: Facts) -> Verdict | None:
         return memory.oom(facts, root)
     if root.signal is Signal.KV_CACHE_INSUFFICIENT:
         return memory.kv_cache_does_not_fit(facts, root)
-    if root.signal is Signal.PEER_LOST and (raised := timeouts.raised_before(facts, root)) is not None:
-        # the peer closed the connection because it died: its exception is the cause
-        # (neuron-tp64-cold-compile-neuronxcc-70-gloo-tp-barrier-peer-closed: a compiler failure, then gloo)
+    if root.signal in (Signal.PEER_LOST, Signal.RENDEZVOUS_FAILED) and _not_placement(root) and (
+            raised := timeouts.raised_before(facts, root)) is not None:
+        # the peer closed the connection, or never joined the rendezvous, because it died: its exception is
+        # the cause (neuron-tp64-cold-compile-neuronxcc-70-gloo-tp-barrier-peer-closed: a compiler failure,
+        # then gloo; vLLM issue 12189: workers raised "Cannot re-initialize CUDA in forked subprocess", then the
+        # store timed out waiting for them)
         return crashes.crash(facts, raised)
     if root.signal is Signal.NCCL_WATCHDOG_TIMEOUT or root.signal in waits.UNSATISFIABLE:
         return wait_rules.unsatisfiable_wait(facts, root)
     return crashes.crash(facts, root)
+
+
+def _not_placement(event: Event) -> bool:
+    """Ray placing GPUs waits on resources, not on processes that could have died."""
+    return not (isinstance(event.data, Rendezvous) and event.data.what == "placement")
 
 
 RULES: tuple[Callable[[Facts], Verdict | None], ...] = (

@@ -139,6 +139,8 @@ def startup_death(facts: Facts) -> Verdict | None:
     work = facts.startup_work_before(death)
     if facts.served_before(death) or not work or facts.exception_of(death):
         return None
+    if raised_before(facts, death) is not None:
+        return None  # the process logged why it failed just before: a crash, not a limit (vLLM issue 20670)
     if memory.allocating_sites(facts):
         # the dying process's own traceback runs through the allocation it was doing: that work raised, no
         # waiter gave up on it (mllama-11b-profile-run-oom-default-max-num-seqs: the profiling run)

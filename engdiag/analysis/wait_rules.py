@@ -310,6 +310,11 @@ def api_waits(facts: Facts) -> Verdict | None:
         return None
     wait = mq[0]
     events = facts.t.of(Signal.WAITING)
+    before = [s for e, s in facts.stats if facts.at(e) <= facts.at(events[-1])]
+    if before and before[-1].running == 0 and before[-1].waiting == 0:
+        # V0's client logs "Waiting for output from MQLLMEngine" whenever no output arrives, idle included:
+        # with nothing running or queued there is nothing to wait for (vLLM issue 20069, an accuracy report)
+        return None
     if wait.satisfiable is True:
         draft = Draft(facts, Kind.SLOW, 0.5, f"slow: the API server waited {wait.seconds:.0f} s on an engine "
                       "that was still producing output")

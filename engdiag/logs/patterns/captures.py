@@ -29,12 +29,16 @@ _COMPILERS = ("triton/backends/", "triton/compiler/", "torch/_inductor/", "flash
 
 
 def _compile_frame(folder: str) -> Rule:
-    """py-spy's ``    f (…/folder/file.py:N)`` or a traceback's ``File "…/folder/…", line N, in f`` in a capture."""
+    """py-spy's ``    f (…/folder/file.py:N)`` or faulthandler's ``File "…/folder/…", line N in f``.
+
+    An exception's traceback (``line N, in f``, with the comma) is where a process failed, never a capture
+    of work in progress (an OCR'd import-time traceback through torch/_inductor read as compiling, found
+    running the tool over vLLM issue bodies it had never seen)."""
     where = re.escape(folder)
     return Rule(
         Signal.STACK_IN_COMPILE,
         folder,
-        re.compile(rf"^\s+(?P<f>\w+) \([^()\n]*{where}[^()\n]*\)|File \"[^\"\n]*{where}[^\"\n]*\", line \d+, in (?P<g>\w+)",
+        re.compile(rf"^\s+(?P<f>\w+) \([^()\n]*{where}[^()\n]*\)|File \"[^\"\n]*{where}[^\"\n]*\", line \d+ in (?P<g>\w+)",
                    re.MULTILINE),
         lambda m, t: [] if last_exception(t) else [Peer(detail=f"{m['f'] or m['g']} ({folder.rstrip('/')})")],
     )
