@@ -324,3 +324,12 @@ def test_v0s_client_waiting_on_an_idle_engine_is_no_incident(tmp_path):
     assert _verdict(tmp_path, idle).kind.value in ("healthy", "unknown")
     busy = stats.format(m=10, r=3) + waits
     assert _verdict(tmp_path, busy).kind.value in ("slow", "deadlocked")
+
+
+def test_a_profiling_frame_whose_exception_lands_in_a_later_record_is_that_exception(tmp_path):
+    site = ("ERROR 03-25 08:34:50 [core.py:340] EngineCore hit an exception: Traceback (most recent call last):\n"
+            '  File "/v/vllm/v1/worker/gpu_model_runner.py", line 1400, in profile_run\n'
+            "    hidden_states = self._dummy_run(self.max_num_tokens)\n")
+    assert _verdict(tmp_path, site).kind.value == "fragmented"
+    later = site + ("ERROR 03-25 08:34:51 [core.py:390] ValueError: not enough values to unpack (expected 22, got 21)\n")
+    assert _verdict(tmp_path, later).kind.value != "fragmented"

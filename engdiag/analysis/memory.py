@@ -112,10 +112,20 @@ def kv_pressure(facts: Facts) -> Verdict | None:
 
 
 def allocating_sites(facts: Facts) -> list[Event]:
-    """Tracebacks through a step that allocates most of the GPU, their exception cut off or about memory."""
-    return [e for e in facts.t.of(Signal.EXCEPTION)
-            if isinstance(e.data, Failure) and (e.data.name or "").startswith(ALLOCATING)
-            and (not e.data.exception or "memory" in e.data.exception.lower())]
+    """Tracebacks through a step that allocates most of the GPU, their exception cut off or about memory.
+
+    A traceback's exception line can land in another record than the frame (a long traceback, an engine's
+    "EngineCore hit an exception: Traceback ..." line): any other exception raised from the site on decides
+    (vLLM issues 15453, 18580, 18851: a ValueError, a Triton error, an AssertionError inside profile_run).
+    """
+    failures = [e for e in facts.t.of(Signal.EXCEPTION) if isinstance(e.data, Failure)]
+    sites = [e for e in failures if (e.data.name or "").startswith(ALLOCATING)  # type: ignore[union-attr]
+             and (not e.data.exception or "memory" in e.data.exception.lower())]  # type: ignore[union-attr]
+    if not sites:
+        return []
+    other = [e for e in failures if e.data.exception and "memory" not in e.data.exception.lower()  # type: ignore[union-attr]
+             and facts.at(e) >= facts.at(sites[0])]
+    return [] if other else sites
 
 
 def died_allocating(facts: Facts) -> Verdict | None:
