@@ -333,3 +333,12 @@ def test_a_profiling_frame_whose_exception_lands_in_a_later_record_is_that_excep
     assert _verdict(tmp_path, site).kind.value == "fragmented"
     later = site + ("ERROR 03-25 08:34:51 [core.py:390] ValueError: not enough values to unpack (expected 22, got 21)\n")
     assert _verdict(tmp_path, later).kind.value != "fragmented"
+
+
+def test_an_old_versionless_banner_with_nothing_after_is_a_start_up_the_log_does_not_follow(tmp_path):
+    banner = ("INFO 01-24 13:57:39 llm_engine.py:70] Initializing an LLM engine with config: model='m', "
+              "tokenizer='m', tensor_parallel_size=2\n")
+    verdict = _verdict(tmp_path, banner)
+    assert verdict.kind.value == "unknown" and "start-up" in verdict.headline
+    served = banner + "INFO 01-24 13:59:02 api_server.py:100] Started server process\nINFO:     Application startup complete.\n"
+    assert _verdict(tmp_path, served).kind.value != "unknown"

@@ -248,6 +248,8 @@ class TimelineBuilder:
         if self._version is None or (self._version.engine is None and data.engine):
             earlier = self._version.version if self._version else None
             self._version = Version(data.version or earlier, data.engine)
+        elif self._version.version is None and data.version:
+            self._version = Version(data.version, self._version.engine)
 
     def extend(self, later: TimelineBuilder) -> None:
         """Continue with a builder that took the events after these (a later byte range of one input).

@@ -27,7 +27,7 @@ def _phase(name: str, seconds: str | None = None, gib: str | None = None) -> Bui
 
 def _version(engine: str | None) -> Builder:
     def build(match: re.Match[str], text: str) -> Iterable[Payload]:
-        yield Version(version=match["v"].lstrip("v"), engine=engine)
+        yield Version(version=match["v"].lstrip("v") if match["v"] else None, engine=engine)
 
     return build
 
@@ -66,7 +66,9 @@ STARTUP: tuple[Rule, ...] = (
     # start-up ------------------------------------------------------------------------
     Rule(Signal.VERSION, "Initializing a V1 LLM engine", _c(r"Initializing a V1 LLM engine \((?P<v>[^)\s]+)\)"), _version("V1")),
     Rule(Signal.VERSION, "Initializing a V0 LLM engine", _c(r"Initializing a V0 LLM engine \((?P<v>[^)\s]+)\)"), _version("V0")),
-    Rule(Signal.VERSION, "Initializing an LLM engine", _c(r"Initializing an LLM engine \((?P<v>[^)\s]+)\)"), _version("V0")),
+    # 0.2–0.4.0 print no version in the banner: "Initializing an LLM engine with config: ..." (vLLM issue 2826:
+    # a Ray start-up that hung right after it read as healthy when the banner went unread)
+    Rule(Signal.VERSION, "Initializing an LLM engine", _c(r"Initializing an LLM engine(?: \((?P<v>[^)\s]+)\))?"), _version("V0")),
     Rule(Signal.VERSION, "vLLM API server version", _c(r"vLLM API server version (?P<v>[^\s,]+)"), _version(None)),
     Rule(Signal.VERSION, "vLLM server version", _c(r"vLLM server version (?P<v>[^\s,]+)"), _version(None)),
     Rule(Signal.VERSION, "Dumping input data for V1", _c(r"Dumping input data for V1 LLM engine \((?P<v>[^)\s]+)\)"), _version("V1")),
