@@ -4,7 +4,7 @@ The reasoning lives in one module per family of evidence — ``phases`` and ``ph
 process was doing and for how long), ``waits``, ``wait_rules`` and ``stalls`` (who waited on whom,
 whether it could ever be satisfied, and progress that stopped), ``timeouts`` (the
 guard that fired, reconstructed by ``guards``, against the work in progress),
-``memory``, ``crashes`` and ``benign``.  This module only orders them, most
+``external_guards``, ``memory``, ``crashes`` and ``benign``.  This module only orders them, most
 decisive first (docs/verdicts.md):
 
 1. an operator's stop before any fault makes the rest of the log its shutdown;
@@ -23,7 +23,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from engdiag.analysis import benign, crashes, guards, memory, phase_rules, stalls, timeouts, wait_rules, waits
+from engdiag.analysis import (
+    benign,
+    crashes,
+    external_guards,
+    guards,
+    memory,
+    phase_rules,
+    stalls,
+    timeouts,
+    wait_rules,
+    waits,
+)
 from engdiag.analysis.facts import Facts
 from engdiag.analysis.timeline import Timeline
 from engdiag.analysis.verdict import Kind, Verdict
@@ -80,7 +91,7 @@ RULES: tuple[Callable[[Facts], Verdict | None], ...] = (
     benign.exit_after_work,
     timeouts.timeout_verdict,
     timeouts.watchdog_stall,
-    timeouts.external_guard,
+    external_guards.external_guard,
     phase_rules.slow_startup,
     memory.died_allocating,
     memory.died_after_sizing,

@@ -1,0 +1,77 @@
+"""Guards outside vLLM that kill a server: Kubernetes probes, Ray Serve's health check, launchers' and
+orchestrators' start-up limits (docs/verdicts.md, "Timeouts").
+
+Domain facts encoded here:
+
+* Such a guard sees only whether the server answers; what decides is the work in progress when it fired
+  (``ray-serve-llm-health-check-10s-request-spike-v0``; Modal's runner during torch.compile,
+  ``modal-runner-init-300s-timeout-during-torch-compile``).
+* A start-up limit under a minute is shorter than any vLLM start-up
+  (``lemonade-wrapper-zero-second-readiness-timeout-kills-vllm``).
+* A start-up limit with nothing else shown leans slow: such limits are guesses shorter than a first start
+  (``ci-tp2-pp2-eager-h20-server-starts-after-480s-test-deadline``,
+  ``omni-nextstep-offload-init-exceeds-600s-timeout-ignored``).
+"""
+
+from __future__ import annotations
+
+from engdiag.analysis.draft import Draft
+from engdiag.analysis.facts import Facts
+from engdiag.analysis.verdict import Kind, Role, Verdict
+from engdiag.logs.events import Signal
+
+MIN_STARTUP_S = 60.0
+"""No vLLM server becomes ready faster: importing torch, loading any model and warming up take this long."""
+
+
+def external_guard(facts: Facts) -> Verdict | None:
+    """A guard outside vLLM (a Kubernetes probe, a Ray Serve health check) killed the server."""
+    fired = facts.t.of(Signal.EXTERNAL_GUARD)
+    if not fired:
+        return None
+    event = fired[0]
+    g = facts.model.guard
+    name = g.name if g is not None and g.owner != "vLLM" else "an outside health check"
+    if g is not None and g.owner == "platform" and g.limit_s is not None and g.limit_s < MIN_STARTUP_S:
+        draft = Draft(facts, Kind.SLOW, 0.7,
+                      f"slow start-up (for its guard): the {name} allowed {g.limit_s:g} s, less than any vLLM "
+                      "start-up takes — the server was killed before it could become ready")
+        draft.cite(event, Role.ROOT_CAUSE, f"a start-up limit of {g.limit_s:g} s")
+        draft.step("give the launcher a start-up timeout longer than the server's start-up (minutes for a "
+                   "first start that downloads, loads and compiles)")
+        return draft.cite_consequences(event).done()
+    working = [a for a in facts.model.activities if a.advancing or (a.startup and not facts.served_before(event))]
+    if working:
+        activity = working[-1]
+        phase = "slow start-up" if activity.startup else "slow"
+        draft = Draft(facts, Kind.SLOW, 0.65,
+                      f"{phase}: the {name} gave up while {activity.name} was still "
+                      f"{'advancing' if activity.advancing else 'running'} ({activity.detail})")
+        draft.cite(facts.event_at(activity.source, activity.line), Role.SUPPORTING, "the engine was working")
+        draft.cite(event, Role.ROOT_CAUSE, "a guard outside vLLM, shorter than the work")
+        if g is not None and g.owner.startswith("platform"):
+            draft.step("give start-up its own probe so liveness only starts once the server is up (in the pod spec: "
+                       "startupProbe: {httpGet: {path: /health, port: 8000}, periodSeconds: 10, failureThreshold: 180})")
+        else:
+            draft.step("give the replica longer to answer its health check (in the deployment's code: "
+                       "@serve.deployment(health_check_timeout_s=600, health_check_period_s=30))")
+        return draft.cite_consequences(event).done()
+    if g is not None and g.owner == "platform" and not facts.served_before(event):
+        # A start-up limit outside vLLM, nothing else in the excerpt: such limits are set by people who
+        # guess a start-up time, while a first start downloads, loads, profiles, compiles and captures —
+        # the slow reading is the better supported one (lemonade-..., modal-runner-..., ci-tp2-pp2-...).
+        draft = Draft(facts, Kind.SLOW, 0.4,
+                      f"slow start-up (likely): the {name} gave up before the server was ready; nothing in the log "
+                      "shows the engine stuck or crashed")
+        draft.cite(event, Role.ROOT_CAUSE, "a start-up limit outside vLLM")
+        draft.undecided = ("the engine's own lines up to the kill: loading, compiling or capturing = slow; a traceback "
+                           "= crashed; nothing after NCCL or rendezvous set-up = stuck")
+        draft.step("give the launcher a start-up timeout longer than the server's start-up (minutes for a "
+                   "first start that downloads, loads and compiles)")
+        return draft.cite_consequences(event).done()
+    draft = Draft(facts, Kind.UNKNOWN, 0.35,
+                  f"unknown: the {name} gave up on the server, and the log does not show what the engine was doing")
+    draft.cite(event, Role.ROOT_CAUSE)
+    draft.undecided = ("the engine's own lines up to the kill (loading, compiling, stats with tokens = slow; a "
+                       "traceback = crashed; silence with requests running = stuck)")
+    return draft.cite_consequences(event).done()
