@@ -342,3 +342,13 @@ def test_an_old_versionless_banner_with_nothing_after_is_a_start_up_the_log_does
     assert verdict.kind.value == "unknown" and "start-up" in verdict.headline
     served = banner + "INFO 01-24 13:59:02 api_server.py:100] Started server process\nINFO:     Application startup complete.\n"
     assert _verdict(tmp_path, served).kind.value != "unknown"
+
+
+def test_aborts_of_requests_never_seen_working_are_undecided_and_aborts_amid_serving_are_not(tmp_path):
+    abort = "(APIServer pid=1) INFO 05-01 10:05:00 [async_llm.py:400] Aborted request chatcmpl-1.\n"
+    verdict = _verdict(tmp_path, abort)
+    assert verdict.kind.value == "unknown" and "abort" in verdict.headline
+    serving = ("(APIServer pid=1) INFO 05-01 10:04:50 [loggers.py:120] Engine 000: Avg prompt throughput: 120.0 tokens/s, "
+               "Avg generation throughput: 300.0 tokens/s, Running: 4 reqs, Waiting: 0 reqs, GPU KV cache usage: 5.0%, "
+               "Prefix cache hit rate: 0.0%\n")
+    assert _verdict(tmp_path, serving + abort).kind.value == "healthy"

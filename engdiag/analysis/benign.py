@@ -19,6 +19,7 @@ from engdiag.analysis.facts import Facts
 from engdiag.analysis.timeline import FATAL, is_progress
 from engdiag.analysis.verdict import Kind, Role, Verdict
 from engdiag.logs.events import Event, Progress, Signal, Stats, Timeout
+from engdiag.units import plural
 
 _FAULTS = (FATAL - {Signal.WORKER_DIED, Signal.ENGINE_DEAD, Signal.ENGINE_FATAL, Signal.PROCESS_EXCEPTION}) | {
     Signal.COLLECTIVE_MISMATCH,
@@ -143,6 +144,17 @@ def quiet(facts: Facts) -> Verdict | None:
         draft.cite(added[0], Role.ROOT_CAUSE, "work taken in")
         draft.undecided = ("the lines after this excerpt: stats with tokens flowing (working) or minutes of silence "
                            "(stuck); or engdiag snapshot on the engine now")
+        return draft.done()
+    aborted = facts.t.of(Signal.REQUEST_ABORTED)
+    if aborted and not any(is_progress(e) for e in facts.events):
+        # An abort is somebody's limit firing (a client's, an orchestrator's); with no token or finish anywhere
+        # in the log it is a wait the excerpt never shows satisfied (qwen3-tts-dropped-payload-stage1-300s-wait:
+        # vllm-omni aborted requests at its 300 s payload wait while a stage kept polling for them).
+        draft = Draft(facts, Kind.UNKNOWN, 0.3, f"unknown: {plural(len(aborted), 'abort')} of requests the log never "
+                                                "shows producing a token or finishing")
+        draft.cite(aborted[0], Role.ROOT_CAUSE, "somebody's limit fired on this request")
+        draft.undecided = ("what the engine did meanwhile: stats with tokens flowing (a slow request) or none (a "
+                           "request stuck, or a payload that never came)")
         return draft.done()
     draft = Draft(facts, Kind.HEALTHY, 0.7, "healthy: no timeout, stall, memory or crash signal in the log")
     draft.cite(facts.t.last_progress, Role.CONTEXT, "last progress")
