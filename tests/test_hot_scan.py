@@ -25,6 +25,7 @@ from engdiag.analysis.timeline import TimelineBuilder
 from engdiag.logs import bulk
 from engdiag.logs.engines import ENV, available_backends
 from engdiag.logs.events import Signal
+from engdiag.logs import inputs
 from engdiag.logs.inputs import expand
 from engdiag.logs.patterns import LITERALS
 from engdiag.logs.source import scan_input
@@ -140,6 +141,18 @@ def test_c_and_python_agree_on_any_window(lines, cut):
 def test_c_and_python_agree_on_noise(raw, text):
     _same_searches(raw)
     _same_searches(text.encode())
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.binary(max_size=70_000), st.integers(min_value=-1, max_value=80_000), st.booleans())
+def test_count_lines_counts_the_newlines_before_a_range(tmp_path_factory, data, end, python):
+    """A byte range's first line number: the mapped C count and the Python fallback agree with bytes.count."""
+    path = tmp_path_factory.mktemp("count") / "log"
+    path.write_bytes(data)
+    with pytest.MonkeyPatch.context() as patch:
+        if python:
+            patch.setattr(inputs, "_native_newlines", lambda: None)
+        assert inputs.count_lines(path, end) == data[: max(end, 0)].count(b"\n")
 
 
 def test_the_last_requests_of_each_signal_are_read_the_full_way():
