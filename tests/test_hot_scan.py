@@ -9,6 +9,7 @@ equality with the line scanner is in tests/test_bulk_scan.py.
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 from array import array
@@ -25,7 +26,7 @@ from engdiag.analysis.timeline import TimelineBuilder
 from engdiag.logs import bulk
 from engdiag.logs.engines import ENV, available_backends
 from engdiag.logs.events import Signal
-from engdiag.logs import inputs
+from engdiag.logs import blocks, inputs
 from engdiag.logs.inputs import expand
 from engdiag.logs.patterns import LITERALS
 from engdiag.logs.source import scan_input
@@ -153,6 +154,48 @@ def test_count_lines_counts_the_newlines_before_a_range(tmp_path_factory, data, 
         if python:
             patch.setattr(inputs, "_native_newlines", lambda: None)
         assert inputs.count_lines(path, end) == data[: max(end, 0)].count(b"\n")
+
+
+class _Trickle(io.RawIOBase):
+    """A raw stream that returns at most ``most`` bytes a read, like a pipe or the gzip thread."""
+
+    def __init__(self, data: bytes, most: int) -> None:
+        self._data, self._at, self._most = data, 0, most
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:  # type: ignore[no-untyped-def, override]
+        chunk = self._data[self._at : self._at + min(len(buffer), self._most)]
+        buffer[: len(chunk)] = chunk
+        self._at += len(chunk)
+        return len(chunk)
+
+
+def _lines_of(stream, size: int, most: int, limit: int | None, fill) -> list[bytes]:  # type: ignore[no-untyped-def]
+    found: list[bytes] = []
+    for window, starts in blocks.windows(stream, NATIVE.line_starts, size, most, limit, fill):
+        assert len(starts) <= most
+        found.extend(blocks.Lines(window, starts))
+    return found
+
+
+@needs_native
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([b"", b"a", b"line of text", b"x" * 50, b"\r", b"\xff\xfe"]), max_size=30),
+       st.integers(min_value=1, max_value=64), st.integers(min_value=1, max_value=9),
+       st.one_of(st.none(), st.integers(min_value=0, max_value=400)), st.integers(min_value=1, max_value=70))
+def test_windows_read_in_one_object_hold_the_lines_read_and_joined(lines, size, most, limit, trickle):
+    """``_scan.read_window`` gives the lines of read + join + slice: line cuts, long lines, byte limits, short reads.
+
+    (Where a window ends may differ: it reads until its size is full, ``read`` takes one short read.)
+    """
+    data = b"\n".join(lines)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(blocks, "MAX_LINE_BYTES", 40)
+        got = _lines_of(_Trickle(data, trickle), size, most, limit, NATIVE.read_window)
+        assert got == _lines_of(_Trickle(data, trickle), size, most, limit, None)
+        assert got == _lines_of(io.BytesIO(data), size, most, limit, None)
 
 
 def test_the_last_requests_of_each_signal_are_read_the_full_way():

@@ -187,6 +187,58 @@ static PyObject *line_starts(PyObject *self, PyObject *arg) {
     return result;
 }
 
+/* read_window(readinto, carry, size) -> (window or None, rest, got): the bulk scanner's windows with one
+ * allocation and no copy but the carried partial line's, instead of read() + join + slice (three big objects a
+ * window).  `carry` and then bytes from readinto (called until the object is full or it returns 0/None; at most
+ * `size` bytes) go into one bytes object of `size` bytes (as long as the carry is under half of it), cut before
+ * the last '\n' read: the window; rest: the bytes after that '\n'; got: bytes read.  No '\n' read: (None,
+ * carry + what was read, got).  The object is cut by setting its length, not by realloc: a shrunk block would
+ * keep glibc from reusing it for the next window (every window would be fresh pages, a page fault each 4 KiB). */
+static PyObject *read_window(PyObject *self, PyObject *args) {
+    PyObject *readinto;
+    Py_buffer carry;
+    Py_ssize_t size;
+    if (!PyArg_ParseTuple(args, "Oy*n", &readinto, &carry, &size)) return NULL;
+    Py_ssize_t head = carry.len, got = 0, room = size < 0 ? 0 : head < size / 2 ? size - head : size;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, head + room);
+    if (out) memcpy(PyBytes_AS_STRING(out), carry.buf, (size_t)head);
+    PyBuffer_Release(&carry);
+    if (!out) return NULL;
+    char *data = PyBytes_AS_STRING(out);
+    while (got < room) {
+        PyObject *view = PyMemoryView_FromMemory(data + head + got, room - got, PyBUF_WRITE);
+        if (!view) goto fail;
+        PyObject *n = PyObject_CallOneArg(readinto, view);
+        PyObject *released = PyObject_CallMethod(view, "release", NULL);
+        Py_DECREF(view);
+        Py_XDECREF(released);
+        if (!n || !released) {
+            Py_XDECREF(n);
+            goto fail;
+        }
+        Py_ssize_t k = n == Py_None ? 0 : PyLong_AsSsize_t(n);
+        Py_DECREF(n);
+        if (k < 0 && PyErr_Occurred()) goto fail;
+        if (k <= 0) break;
+        got += k < room - got ? k : room - got;
+    }
+    Py_ssize_t cut = head + got - 1;
+    while (cut >= head && data[cut] != '\n') cut--;
+    if (cut < head) {
+        Py_SET_SIZE(out, head + got);
+        data[head + got] = '\0';
+        return Py_BuildValue("(ONn)", Py_None, out, got);
+    }
+    PyObject *rest = PyBytes_FromStringAndSize(data + cut + 1, head + got - cut - 1);
+    if (!rest) goto fail;
+    Py_SET_SIZE(out, cut);
+    data[cut] = '\0';
+    return Py_BuildValue("(NNn)", out, rest, got);
+fail:
+    Py_DECREF(out);
+    return NULL;
+}
+
 /* newlines(buffer, end): the '\n' in buffer[:end].  A byte range's worker waits for this count (its first
  * line number) before it scans, so it runs over the mapped file, without the GIL, in blocks of 255 bytes whose
  * one-byte sums the compiler vectorises (bytes.count is one byte at a time). */
@@ -280,6 +332,7 @@ static PyMethodDef methods[] = {
     {"proc_tags", proc_tags, METH_O, "Distinct process tags with a pid, as bulk._TAG.findall finds them."},
     {"cues", cues, METH_O, "Does the window name a process where the tag search cannot see it?"},
     {"line_starts", line_starts, METH_O, "Offsets of the window's line starts (int64) and the longest line."},
+    {"read_window", read_window, METH_VARARGS, "carry + bytes read, cut after the last newline read (see above)."},
     {"newlines", newlines, METH_VARARGS, "How many newlines buffer[:end] holds."},
     {"colour", colour, METH_O, "Does the window hold a colour code?"},
     {"strip_colour", strip_colour, METH_O, "The window without its colour codes."},

@@ -346,7 +346,8 @@ def bulk_scan(
     before: Piece | None = None
     lineno = first_line
     done = 0
-    for number, (data, starts) in enumerate(windows(stream, run.searches.line_starts, WINDOW_BYTES, WINDOW_LINES, byte_limit)):
+    parts = windows(stream, run.searches.line_starts, WINDOW_BYTES, WINDOW_LINES, byte_limit, run.searches.read_window)
+    for number, (data, starts) in enumerate(parts):
         window = _Window(data, starts, lineno, before, run.searches.colour)
         _scan_window(window, number == 0 and first_line == 1, scanner, run, sink, count)
         before = window.pieces(len(starts) - 1)[-1]
