@@ -212,6 +212,16 @@ def test_the_last_requests_of_each_signal_are_read_the_full_way():
     with_length = [i for i in received if tokens[i]]
     assert kept == set(received[-KEEP_LAST:]) | set(added[-KEEP_LAST:]) | set(with_length[-KEEP_LAST:])
 
+    def later(kinds: bytes, tokens: list[int]) -> HotWindow:
+        return HotWindow(memoryview(array("i", range(len(kinds))).tobytes()).cast("i"), kinds,
+                         memoryview(array("i", tokens).tobytes()).cast("i"), [])
+
+    # a next window with KEEP_LAST of every signal takes over; one with empty prompts only takes over two of them
+    assert hot.keep(later(bytes([1, 2] * KEEP_LAST), [7, 0] * KEEP_LAST)) == []
+    assert set(hot.keep(later(bytes([1, 2] * KEEP_LAST), [0, 0] * KEEP_LAST))) == set(with_length[-KEEP_LAST:])
+    assert set(hot.keep(later(bytes([2] * 40), [0] * 40))) == kept - set(added[-KEEP_LAST:])
+    assert set(hot.keep(later(bytes([1, 2] * (KEEP_LAST - 1)), [7, 0] * (KEEP_LAST - 1)))) == kept
+
 
 def test_plain_request_lines_are_ok_and_anything_odd_is_not():
     data = "\n".join([RECEIVED, ADDED, ACCESS]).encode()
