@@ -201,6 +201,17 @@ def test_windows_read_in_one_object_hold_the_lines_read_and_joined(lines, size, 
         assert got == _lines_of(io.BytesIO(data), size, most, limit, None)
 
 
+@needs_native
+def test_a_failing_read_raises_its_own_error():
+    """A read error under ``read_window`` (a truncated .bz2 raises EOFError) reaches the caller as itself."""
+
+    def readinto(buffer):  # type: ignore[no-untyped-def]
+        raise EOFError("Compressed file ended before the end-of-stream marker was reached")
+
+    with pytest.raises(EOFError, match="end-of-stream"):
+        NATIVE.read_window(readinto, b"carried", 64)
+
+
 def test_the_last_requests_of_each_signal_are_read_the_full_way():
     from engdiag.logs.counting import HotWindow
     from engdiag.logs.hotscan import KEEP_LAST

@@ -208,14 +208,20 @@ static PyObject *read_window(PyObject *self, PyObject *args) {
     while (got < room) {
         PyObject *view = PyMemoryView_FromMemory(data + head + got, room - got, PyBUF_WRITE);
         if (!view) goto fail;
-        PyObject *n = PyObject_CallOneArg(readinto, view);
+        PyObject *n = PyObject_CallOneArg(readinto, view), *type, *value, *trace;
+        PyErr_Fetch(&type, &value, &trace); /* a read error (a truncated .bz2) survives the release */
         PyObject *released = PyObject_CallMethod(view, "release", NULL);
         Py_DECREF(view);
-        Py_XDECREF(released);
-        if (!n || !released) {
+        if (!released) {
+            Py_XDECREF(type);
+            Py_XDECREF(value);
+            Py_XDECREF(trace);
             Py_XDECREF(n);
             goto fail;
         }
+        Py_DECREF(released);
+        PyErr_Restore(type, value, trace);
+        if (!n) goto fail;
         Py_ssize_t k = n == Py_None ? 0 : PyLong_AsSsize_t(n);
         Py_DECREF(n);
         if (k < 0 && PyErr_Occurred()) goto fail;
