@@ -224,10 +224,6 @@ static int clean_rest(Hits *hits, const char *p, const char *e) {
     return 1;
 }
 
-/* Sixteen bytes as one value of the compiler's vector extension (gcc, clang: SSE2 / NEON where present). */
-typedef unsigned char v16 __attribute__((vector_size(16)));
-#define SPLAT(c) ((v16){c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c})
-
 /* How many bytes of p[0:n] are ','; *quoted when one is ' or ".  Sixteen bytes at a time (the lists of
  * token ids are most of a request line): a vector comparison is 0xff in each equal byte, so subtracting it
  * counts; the byte counters are summed every 255 blocks, before they can wrap. */

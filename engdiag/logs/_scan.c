@@ -290,7 +290,25 @@ static PyObject *colour(PyObject *self, PyObject *arg) {
     return PyBool_FromLong(found);
 }
 
-/* data with the colour codes of colour() removed, as re.sub of that alternation does it. */
+/* The first ESC, '^' or '[' at or after p (e if none): sixteen bytes tested at once, the rare block that holds
+ * one looked at byte by byte (a colour-coded log has two or three a line, the rest is plain text). */
+static const char *next_colour_byte(const char *p, const char *e) {
+    const v16 esc = SPLAT('\x1b'), caret = SPLAT('^'), open = SPLAT('[');
+    for (; p + 16 <= e; p += 16) {
+        v16 x;
+        memcpy(&x, p, 16);
+        v16 hit = (v16)((x == esc) | (x == caret) | (x == open));
+        uint64_t lo, hi;
+        memcpy(&lo, &hit, 8);
+        memcpy(&hi, (const char *)&hit + 8, 8);
+        if (lo | hi) break;
+    }
+    while (p < e && *p != '\x1b' && *p != '^' && *p != '[') p++;
+    return p;
+}
+
+/* data with the colour codes of colour() removed, as re.sub of that alternation does it.  The result is
+ * cut by setting its length, not by realloc (see read_window: a shrunk block is never reused). */
 static PyObject *strip_colour(PyObject *self, PyObject *arg) {
     Py_buffer view;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
@@ -303,8 +321,7 @@ static PyObject *strip_colour(PyObject *self, PyObject *arg) {
     char *w = PyBytes_AS_STRING(out);
     const char *p = data;
     while (p < e) {
-        const char *q = p;
-        while (q < e && *q != '\x1b' && *q != '^' && *q != '[') q++;
+        const char *q = next_colour_byte(p, e);
         memcpy(w, p, (size_t)(q - p));
         w += q - p;
         if (q >= e) break;
@@ -329,7 +346,10 @@ static PyObject *strip_colour(PyObject *self, PyObject *arg) {
         }
     }
     PyBuffer_Release(&view);
-    if (_PyBytes_Resize(&out, w - PyBytes_AS_STRING(out)) < 0) return NULL;
+    if (w - PyBytes_AS_STRING(out) != Py_SIZE(out)) { /* never the empty bytes singleton: nothing was cut */
+        Py_SET_SIZE(out, w - PyBytes_AS_STRING(out));
+        *w = '\0';
+    }
     return out;
 }
 
