@@ -21,6 +21,7 @@ default: at 640 MiB it takes most of an hour per shape; ``--backends native,line
 
     python benchmarks/analyze_speed.py [--size-mib 640] [--shapes v1,v0] [--backends native,hyperscan,python]
                                        [--gz-backends native] [--tries 3] [--keep DIR] [--no-gzip]
+                                       [--compare CHECKOUT]   # another checkout, timed alternately
 
 Targets (docs/performance.md): native ≤ 3x grep, hyperscan ≤ 10x grep, .gz ≤ 2x zcat|grep,
 peak RSS < 200 MiB.
@@ -95,7 +96,7 @@ def run(command: str, env: dict[str, str]) -> tuple[float, int, bytes]:
     return elapsed, peak, done.stdout
 
 
-def bytecode_env(folder: Path) -> dict[str, str]:
+def bytecode_env(folder: Path, *packages: Path) -> dict[str, str]:
     """Environment for the engdiag runs: bytecode compiled once, as ``pip install`` does for a wheel.
 
     An editable install run with ``PYTHONDONTWRITEBYTECODE`` (set on some machines) would
@@ -103,8 +104,8 @@ def bytecode_env(folder: Path) -> dict[str, str]:
     """
     env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPYCACHEPREFIX"] = str(folder / "pycache")
-    package = Path(synth.__file__).parent  # the engdiag package
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(package)], env=env, check=True)
+    for package in (Path(synth.__file__).parent, *packages):  # this engdiag package, and any compared one
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(package)], env=env, check=True)
     return env
 
 
@@ -164,10 +165,14 @@ def main() -> None:
     parser.add_argument("--tries", type=int, default=3)
     parser.add_argument("--keep", type=Path, help="generate into (and keep) this folder")
     parser.add_argument("--no-gzip", action="store_true", help="skip the .gz comparison")
+    parser.add_argument("--compare", type=Path, metavar="CHECKOUT",
+                        help="also time the engdiag of another checkout (its C extension built in place), "
+                             "alternating with this one: a before/after under the same load")
     args = parser.parse_args()
-    folder = args.keep or Path(tempfile.mkdtemp(prefix="engdiag-bench-"))
+    folder = (args.keep or Path(tempfile.mkdtemp(prefix="engdiag-bench-"))).resolve()
     folder.mkdir(parents=True, exist_ok=True)
-    bytecode = bytecode_env(folder)
+    other = args.compare.resolve() if args.compare else None
+    bytecode = bytecode_env(folder, *([other / "engdiag"] if other else []))
     engdiag = f"{sys.executable} -m engdiag analyze --json"
     print(f"{machine()}, {args.size_mib} MiB per shape, best of {args.tries}\n")
     print(f"{'shape':<11} {'contestant':<24} {'seconds':>8} {'MiB/s':>8} {'ratio':>12} {'RSS MiB':>8}  "
@@ -186,6 +191,9 @@ def main() -> None:
             }
             for backend in args.backends.split(","):
                 commands[f"engdiag {backend}"] = (f"{engdiag} {path}", {"ENGDIAG_SCANNER": backend})
+                if other is not None:
+                    commands[f"compared {backend}"] = (f"cd {other} && {engdiag} {path}",
+                                                       {"ENGDIAG_SCANNER": backend, "PYTHONPATH": str(other)})
             if not args.no_gzip:
                 packed = folder / f"{shape}.log.gz"
                 if not packed.exists():
@@ -203,7 +211,7 @@ def main() -> None:
                 ratio = "" if name.startswith(("grep", "zcat")) else f"{seconds / base:6.1f}x grep"
                 goal = "" if not ratio else goal_of(name, seconds / base)
                 verdict = ""
-                if name.startswith("engdiag"):
+                if name.startswith(("engdiag", "compared")):
                     kind = json.loads(stdout)["verdict"]["kind"] if stdout else "(no output)"
                     verdict = kind if kind == expected else f"{kind} (expected {expected}) MISS"
                     if kind != expected:

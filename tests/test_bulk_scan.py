@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from engdiag import synth
 from engdiag.analysis.timeline import TimelineBuilder
-from engdiag.logs import bulk
+from engdiag.logs import bulk, counting
 from engdiag.logs.engines import ENV, active_backend
 from engdiag.logs.hotscan import native
 from engdiag.logs.inputs import MAX_LINE_BYTES, expand
@@ -85,6 +85,28 @@ def test_generated_incidents_in_every_style(tmp_path, monkeypatch, style):
         path = write_log(tmp_path / f"{name}.log",
                          synth.incident(name, shape, minutes=6, load=synth.Load(prompt_len=60, request_every=0.5)))
         _same_everywhere(path, monkeypatch, window_bytes=3000)
+
+
+@pytest.mark.parametrize("window_bytes", [20_000, 60_000])
+@pytest.mark.parametrize("style", ["plain", "kubectl-colour", "v0"])
+def test_busy_windows_leave_their_last_requests_to_the_next_window(tmp_path, monkeypatch, style, window_bytes):
+    """Windows with more than KEEP_LAST request lines each: a window counts even its last requests when the
+    next window holds KEEP_LAST of each signal (those are the events the timeline keeps) — still exact."""
+    shape = STYLES[style]
+    name = next(iter(synth.V0_INCIDENTS if shape.v0 else synth.INCIDENTS))
+    load = synth.Load(prompt_len=60, request_every=0.05)
+    path = write_log(tmp_path / "busy.log", synth.incident(name, shape, minutes=2, load=load))
+    shortened: list[int] = []
+    keep = counting.HotWindow.keep
+
+    def watched(self, later=None):  # type: ignore[no-untyped-def]
+        found = keep(self, later)
+        shortened.append(len(keep(self)) - len(found))
+        return found
+
+    monkeypatch.setattr(counting.HotWindow, "keep", watched)
+    _same_everywhere(path, monkeypatch, window_bytes=window_bytes)
+    assert max(shortened) > 0, "some window should have left its last requests to the next"
 
 
 def _hard_lines() -> list[str]:

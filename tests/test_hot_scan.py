@@ -9,6 +9,8 @@ equality with the line scanner is in tests/test_bulk_scan.py.
 
 from __future__ import annotations
 
+import io
+import mmap
 import os
 import subprocess
 from array import array
@@ -25,6 +27,7 @@ from engdiag.analysis.timeline import TimelineBuilder
 from engdiag.logs import bulk
 from engdiag.logs.engines import ENV, available_backends
 from engdiag.logs.events import Signal
+from engdiag.logs import blocks, inputs
 from engdiag.logs.inputs import expand
 from engdiag.logs.patterns import LITERALS
 from engdiag.logs.source import scan_input
@@ -142,6 +145,73 @@ def test_c_and_python_agree_on_noise(raw, text):
     _same_searches(text.encode())
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.binary(max_size=70_000), st.integers(min_value=-1, max_value=80_000), st.booleans())
+def test_count_lines_counts_the_newlines_before_a_range(tmp_path_factory, data, end, python):
+    """A byte range's first line number: the mapped C count (mapped piece by piece, so that the pages it read
+    leave the RSS) and the Python fallback agree with bytes.count."""
+    path = tmp_path_factory.mktemp("count") / "log"
+    path.write_bytes(data)
+    with pytest.MonkeyPatch.context() as patch:
+        if python:
+            patch.setattr(inputs, "_native_newlines", lambda: None)
+        patch.setattr(inputs, "_MAPPED", mmap.ALLOCATIONGRANULARITY)  # several mappings for the longer files
+        assert inputs.count_lines(path, end) == data[: max(end, 0)].count(b"\n")
+
+
+class _Trickle(io.RawIOBase):
+    """A raw stream that returns at most ``most`` bytes a read, like a pipe or the gzip thread."""
+
+    def __init__(self, data: bytes, most: int) -> None:
+        self._data, self._at, self._most = data, 0, most
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:  # type: ignore[no-untyped-def, override]
+        chunk = self._data[self._at : self._at + min(len(buffer), self._most)]
+        buffer[: len(chunk)] = chunk
+        self._at += len(chunk)
+        return len(chunk)
+
+
+def _lines_of(stream, size: int, most: int, limit: int | None, fill) -> list[bytes]:  # type: ignore[no-untyped-def]
+    found: list[bytes] = []
+    for window, starts in blocks.windows(stream, NATIVE.line_starts, size, most, limit, fill):
+        assert len(starts) <= most
+        found.extend(blocks.Lines(window, starts))
+    return found
+
+
+@needs_native
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([b"", b"a", b"line of text", b"x" * 50, b"\r", b"\xff\xfe"]), max_size=30),
+       st.integers(min_value=1, max_value=64), st.integers(min_value=1, max_value=9),
+       st.one_of(st.none(), st.integers(min_value=0, max_value=400)), st.integers(min_value=1, max_value=70))
+def test_windows_read_in_one_object_hold_the_lines_read_and_joined(lines, size, most, limit, trickle):
+    """``_scan.read_window`` gives the lines of read + join + slice: line cuts, long lines, byte limits, short reads.
+
+    (Where a window ends may differ: it reads until its size is full, ``read`` takes one short read.)
+    """
+    data = b"\n".join(lines)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(blocks, "MAX_LINE_BYTES", 40)
+        got = _lines_of(_Trickle(data, trickle), size, most, limit, NATIVE.read_window)
+        assert got == _lines_of(_Trickle(data, trickle), size, most, limit, None)
+        assert got == _lines_of(io.BytesIO(data), size, most, limit, None)
+
+
+@needs_native
+def test_a_failing_read_raises_its_own_error():
+    """A read error under ``read_window`` (a truncated .bz2 raises EOFError) reaches the caller as itself."""
+
+    def readinto(buffer):  # type: ignore[no-untyped-def]
+        raise EOFError("Compressed file ended before the end-of-stream marker was reached")
+
+    with pytest.raises(EOFError, match="end-of-stream"):
+        NATIVE.read_window(readinto, b"carried", 64)
+
+
 def test_the_last_requests_of_each_signal_are_read_the_full_way():
     from engdiag.logs.counting import HotWindow
     from engdiag.logs.hotscan import KEEP_LAST
@@ -155,6 +225,16 @@ def test_the_last_requests_of_each_signal_are_read_the_full_way():
     added = [i for i, k in enumerate(kinds) if k == 2]
     with_length = [i for i in received if tokens[i]]
     assert kept == set(received[-KEEP_LAST:]) | set(added[-KEEP_LAST:]) | set(with_length[-KEEP_LAST:])
+
+    def later(kinds: bytes, tokens: list[int]) -> HotWindow:
+        return HotWindow(memoryview(array("i", range(len(kinds))).tobytes()).cast("i"), kinds,
+                         memoryview(array("i", tokens).tobytes()).cast("i"), [])
+
+    # a next window with KEEP_LAST of every signal takes over; one with empty prompts only takes over two of them
+    assert hot.keep(later(bytes([1, 2] * KEEP_LAST), [7, 0] * KEEP_LAST)) == []
+    assert set(hot.keep(later(bytes([1, 2] * KEEP_LAST), [0, 0] * KEEP_LAST))) == set(with_length[-KEEP_LAST:])
+    assert set(hot.keep(later(bytes([2] * 40), [0] * 40))) == kept - set(added[-KEEP_LAST:])
+    assert set(hot.keep(later(bytes([1, 2] * (KEEP_LAST - 1)), [7, 0] * (KEEP_LAST - 1)))) == kept
 
 
 def test_plain_request_lines_are_ok_and_anything_odd_is_not():

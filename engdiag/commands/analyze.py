@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from typing import Annotated
 
 import typer
@@ -21,7 +23,16 @@ HELP = (
 FAIL_ON_CHOICES = [kind.value for kind in Kind] + ["any"]
 
 
+def _maybe_terminal() -> bool:
+    """Could rich take stderr for a terminal?  Only a tty, TTY_COMPATIBLE=1 or FORCE_COLOR make it one
+    (rich's ``Console.is_terminal``); otherwise (a pipe, a file, a benchmark) rich is not even imported."""
+    isatty = getattr(sys.stderr, "isatty", None)
+    return bool(isatty and isatty()) or os.environ.get("TTY_COMPATIBLE") == "1" or "FORCE_COLOR" in os.environ
+
+
 def _progress_bar():  # -> rich.progress.Progress | None
+    if not _maybe_terminal():
+        return None
     console = stderr_console()
     if not console.is_terminal:
         return None  # rich.progress is imported only when a bar is drawn: start-up stays short
@@ -105,13 +116,14 @@ def command(
         from engdiag.timeouts.advice import window_flags, windowed
 
         result = windowed(result, window_flags(tail, since, until))  # printed steps read the same part
-        from engdiag.render.analysis_doc import analysis_doc
-        from engdiag.render.analysis_view import analysis_view
-        from engdiag.render.jsonout import dumps
+        if json:  # each renderer imported only when used: the terminal one pulls in rich (~25 ms)
+            from engdiag.render.analysis_doc import analysis_doc
+            from engdiag.render.jsonout import dumps
 
-        if json:
             write_json(dumps(analysis_doc(result)))
         else:
+            from engdiag.render.analysis_view import analysis_view
+
             stdout_console().print(analysis_view(result))
         if not result.found_vllm:
             stderr_console().print(

@@ -14,12 +14,15 @@ import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import NoReturn
+from functools import lru_cache
+from typing import TYPE_CHECKING, NoReturn
 
 import typer
-from rich.console import Console
 
 from engdiag.errors import EngdiagError, ExitCode, OutputError
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 STATE = {"debug": False}
 """Global options (set by the CLI callback)."""
@@ -30,38 +33,45 @@ def _plain() -> bool:
     return bool(os.environ.get("NO_COLOR"))
 
 
-class InertConsole(Console):
-    """A Console that makes every text segment inert before it reaches the terminal.
+@lru_cache(maxsize=1)
+def _inert_console() -> type[Console]:
+    """The console class, made on first use: rich costs ~15 ms of start-up that a ``--json`` run need not pay."""
+    from rich.console import Console
 
-    Renderers already escape input text where they lay it out (``render.common.inert``); this is the
-    backstop for any that slip through: no ESC, OSC/DCS/APC, BEL or bidi override from an input can
-    reach the terminal, only rich's own styling (which is not part of a segment's text).
-    """
+    class InertConsole(Console):
+        """A Console that makes every text segment inert before it reaches the terminal.
 
-    def print(self, *objects, crop: bool = False, **kwargs) -> None:  # type: ignore[no-untyped-def,override]
-        """Never crop: a command or path longer than the terminal is printed whole (the terminal wraps it)."""
-        super().print(*objects, crop=crop, **kwargs)
+        Renderers already escape input text where they lay it out (``render.common.inert``); this is the
+        backstop for any that slip through: no ESC, OSC/DCS/APC, BEL or bidi override from an input can
+        reach the terminal, only rich's own styling (which is not part of a segment's text).
+        """
 
-    def _render_buffer(self, buffer):  # type: ignore[no-untyped-def]
-        from rich.segment import Segment
+        def print(self, *objects, crop: bool = False, **kwargs) -> None:  # type: ignore[no-untyped-def,override]
+            """Never crop: a command or path longer than the terminal is printed whole (the terminal wraps it)."""
+            super().print(*objects, crop=crop, **kwargs)
 
-        from engdiag.render.common import inert_keep_newlines
+        def _render_buffer(self, buffer):  # type: ignore[no-untyped-def]
+            from rich.segment import Segment
 
-        return super()._render_buffer(
-            seg if seg.control else Segment(inert_keep_newlines(seg.text), seg.style, seg.control) for seg in buffer
-        )
+            from engdiag.render.common import inert_keep_newlines
+
+            return super()._render_buffer(
+                seg if seg.control else Segment(inert_keep_newlines(seg.text), seg.style, seg.control) for seg in buffer
+            )
+
+    return InertConsole
 
 
 def stderr_console() -> Console:
     """Console for messages and progress (stdout carries only results)."""
-    return InertConsole(stderr=True, highlight=False, soft_wrap=True, color_system=None if _plain() else "auto")
+    return _inert_console()(stderr=True, highlight=False, soft_wrap=True, color_system=None if _plain() else "auto")
 
 
 def stdout_console() -> Console:
     """Console for human results on stdout."""
     if sys.stdout is None:
         raise OutputError("stdout is closed: nothing can be written", hint=OUTPUT_HINT)
-    return InertConsole(highlight=False, color_system=None if _plain() else "auto")
+    return _inert_console()(highlight=False, color_system=None if _plain() else "auto")
 
 
 def echo(text: str) -> None:

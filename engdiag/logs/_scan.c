@@ -187,6 +187,89 @@ static PyObject *line_starts(PyObject *self, PyObject *arg) {
     return result;
 }
 
+/* read_window(readinto, carry, size) -> (window or None, rest, got): the bulk scanner's windows with one
+ * allocation and no copy but the carried partial line's, instead of read() + join + slice (three big objects a
+ * window).  `carry` and then bytes from readinto (called until the object is full or it returns 0/None; at most
+ * `size` bytes) go into one bytes object of `size` bytes (as long as the carry is under half of it), cut before
+ * the last '\n' read: the window; rest: the bytes after that '\n'; got: bytes read.  No '\n' read: (None,
+ * carry + what was read, got).  The object is cut by setting its length, not by realloc: a shrunk block would
+ * keep glibc from reusing it for the next window (every window would be fresh pages, a page fault each 4 KiB). */
+static PyObject *read_window(PyObject *self, PyObject *args) {
+    PyObject *readinto;
+    Py_buffer carry;
+    Py_ssize_t size;
+    if (!PyArg_ParseTuple(args, "Oy*n", &readinto, &carry, &size)) return NULL;
+    Py_ssize_t head = carry.len, got = 0, room = size < 0 ? 0 : head < size / 2 ? size - head : size;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, head + room);
+    if (out) memcpy(PyBytes_AS_STRING(out), carry.buf, (size_t)head);
+    PyBuffer_Release(&carry);
+    if (!out) return NULL;
+    char *data = PyBytes_AS_STRING(out);
+    while (got < room) {
+        PyObject *view = PyMemoryView_FromMemory(data + head + got, room - got, PyBUF_WRITE);
+        if (!view) goto fail;
+        PyObject *n = PyObject_CallOneArg(readinto, view), *type, *value, *trace;
+        PyErr_Fetch(&type, &value, &trace); /* a read error (a truncated .bz2) survives the release */
+        PyObject *released = PyObject_CallMethod(view, "release", NULL);
+        Py_DECREF(view);
+        if (!released) {
+            Py_XDECREF(type);
+            Py_XDECREF(value);
+            Py_XDECREF(trace);
+            Py_XDECREF(n);
+            goto fail;
+        }
+        Py_DECREF(released);
+        PyErr_Restore(type, value, trace);
+        if (!n) goto fail;
+        Py_ssize_t k = n == Py_None ? 0 : PyLong_AsSsize_t(n);
+        Py_DECREF(n);
+        if (k < 0 && PyErr_Occurred()) goto fail;
+        if (k <= 0) break;
+        got += k < room - got ? k : room - got;
+    }
+    Py_ssize_t cut = head + got - 1;
+    while (cut >= head && data[cut] != '\n') cut--;
+    if (cut < head) {
+        Py_SET_SIZE(out, head + got);
+        data[head + got] = '\0';
+        return Py_BuildValue("(ONn)", Py_None, out, got);
+    }
+    PyObject *rest = PyBytes_FromStringAndSize(data + cut + 1, head + got - cut - 1);
+    if (!rest) goto fail;
+    Py_SET_SIZE(out, cut);
+    data[cut] = '\0';
+    return Py_BuildValue("(NNn)", out, rest, got);
+fail:
+    Py_DECREF(out);
+    return NULL;
+}
+
+/* newlines(buffer, end): the '\n' in buffer[:end].  A byte range's worker waits for this count (its first
+ * line number) before it scans, so it runs over the mapped file, without the GIL, in blocks of 255 bytes whose
+ * one-byte sums the compiler vectorises (bytes.count is one byte at a time). */
+static PyObject *newlines(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    Py_ssize_t end;
+    if (!PyArg_ParseTuple(args, "y*n", &view, &end)) return NULL;
+    const unsigned char *p = view.buf;
+    size_t n = (size_t)(end < 0 ? 0 : end < view.len ? end : view.len), total = 0;
+    Py_BEGIN_ALLOW_THREADS
+    while (n) {
+        size_t block = n < 255 * 64 ? n : 255 * 64;
+        unsigned char sums[64] = {0};
+        for (size_t i = 0; i + 64 <= block; i += 64)
+            for (int k = 0; k < 64; k++) sums[k] += p[i + k] == '\n';
+        for (int k = 0; k < 64; k++) total += sums[k];
+        for (size_t i = block - block % 64; i < block; i++) total += p[i] == '\n';
+        p += block;
+        n -= block;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    return PyLong_FromSize_t(total);
+}
+
 /* \x1b\[[0-9;]*[A-Za-z] | \^\[\[[0-9;]*m | \[[0-9;]*[0-9]m anywhere (the colour codes lines.py strips). */
 static PyObject *colour(PyObject *self, PyObject *arg) {
     Py_buffer view;
@@ -207,7 +290,25 @@ static PyObject *colour(PyObject *self, PyObject *arg) {
     return PyBool_FromLong(found);
 }
 
-/* data with the colour codes of colour() removed, as re.sub of that alternation does it. */
+/* The first ESC, '^' or '[' at or after p (e if none): sixteen bytes tested at once, the rare block that holds
+ * one looked at byte by byte (a colour-coded log has two or three a line, the rest is plain text). */
+static const char *next_colour_byte(const char *p, const char *e) {
+    const v16 esc = SPLAT('\x1b'), caret = SPLAT('^'), open = SPLAT('[');
+    for (; p + 16 <= e; p += 16) {
+        v16 x;
+        memcpy(&x, p, 16);
+        v16 hit = (v16)((x == esc) | (x == caret) | (x == open));
+        uint64_t lo, hi;
+        memcpy(&lo, &hit, 8);
+        memcpy(&hi, (const char *)&hit + 8, 8);
+        if (lo | hi) break;
+    }
+    while (p < e && *p != '\x1b' && *p != '^' && *p != '[') p++;
+    return p;
+}
+
+/* data with the colour codes of colour() removed, as re.sub of that alternation does it.  The result is
+ * cut by setting its length, not by realloc (see read_window: a shrunk block is never reused). */
 static PyObject *strip_colour(PyObject *self, PyObject *arg) {
     Py_buffer view;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
@@ -220,8 +321,7 @@ static PyObject *strip_colour(PyObject *self, PyObject *arg) {
     char *w = PyBytes_AS_STRING(out);
     const char *p = data;
     while (p < e) {
-        const char *q = p;
-        while (q < e && *q != '\x1b' && *q != '^' && *q != '[') q++;
+        const char *q = next_colour_byte(p, e);
         memcpy(w, p, (size_t)(q - p));
         w += q - p;
         if (q >= e) break;
@@ -246,7 +346,10 @@ static PyObject *strip_colour(PyObject *self, PyObject *arg) {
         }
     }
     PyBuffer_Release(&view);
-    if (_PyBytes_Resize(&out, w - PyBytes_AS_STRING(out)) < 0) return NULL;
+    if (w - PyBytes_AS_STRING(out) != Py_SIZE(out)) { /* never the empty bytes singleton: nothing was cut */
+        Py_SET_SIZE(out, w - PyBytes_AS_STRING(out));
+        *w = '\0';
+    }
     return out;
 }
 
@@ -255,6 +358,8 @@ static PyMethodDef methods[] = {
     {"proc_tags", proc_tags, METH_O, "Distinct process tags with a pid, as bulk._TAG.findall finds them."},
     {"cues", cues, METH_O, "Does the window name a process where the tag search cannot see it?"},
     {"line_starts", line_starts, METH_O, "Offsets of the window's line starts (int64) and the longest line."},
+    {"read_window", read_window, METH_VARARGS, "carry + bytes read, cut after the last newline read (see above)."},
+    {"newlines", newlines, METH_VARARGS, "How many newlines buffer[:end] holds."},
     {"colour", colour, METH_O, "Does the window hold a colour code?"},
     {"strip_colour", strip_colour, METH_O, "The window without its colour codes."},
     {NULL, NULL, 0, NULL},

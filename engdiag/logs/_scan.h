@@ -50,6 +50,10 @@ static inline const char *find(const char *p, const char *e, const char *needle,
 }
 
 
+/* Sixteen bytes as one value of the compiler's vector extension (gcc, clang: SSE2 / NEON where present). */
+typedef unsigned char v16 __attribute__((vector_size(16)));
+#define SPLAT(c) ((v16){c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c})
+
 typedef struct {
     char *data;
     Py_ssize_t len, cap, item;

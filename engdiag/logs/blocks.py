@@ -15,6 +15,8 @@ from engdiag.logs.inputs import MAX_LINE_BYTES
 
 Starts = Callable[[bytes], tuple[bytes, int]]
 """data → (line start offsets as int64 bytes, longest line): ``windowscan.line_starts`` or its C twin."""
+Fill = Callable[[Callable[[memoryview], int | None], bytes, int], tuple[bytes | None, bytes, int]]
+"""(readinto, carried bytes, size) → (window or None, bytes after it, bytes read): ``_scan.read_window``."""
 
 
 class Lines(Sequence[bytes]):
@@ -34,15 +36,33 @@ class Lines(Sequence[bytes]):
 
 
 def windows(
-    stream: BinaryIO, starts_of: Starts, size: int, lines: int, byte_limit: int | None = None
+    stream: BinaryIO, starts_of: Starts, size: int, lines: int, byte_limit: int | None = None,
+    fill: Fill | None = None,
 ) -> Iterator[tuple[bytes, Sequence[int]]]:
     """The stream in windows of about ``size`` bytes of whole lines (at most ``lines`` lines), each line cut
-    to ``MAX_LINE_BYTES`` as ``read_lines`` does, with the offsets of their line starts."""
+    to ``MAX_LINE_BYTES`` as ``read_lines`` does, with the offsets of their line starts.
+
+    ``fill`` (the C ``read_window``) reads each window into one object; without it a window is
+    read, joined to the carried partial line and sliced (the same windows, three copies).
+    """
     carry = b""
     skipping = False
     left = byte_limit
     while True:
         step = size if left is None else min(size, left)
+        if fill is not None and not skipping and step > 0:
+            data, carry, got = fill(stream.readinto, carry, step)
+            if left is not None:
+                left -= got
+            if not got:
+                if carry:
+                    yield carry, [0]
+                return
+            if len(carry) > MAX_LINE_BYTES:
+                carry, skipping = carry[:MAX_LINE_BYTES], True
+            if data is not None:
+                yield from _by_lines(data, starts_of, lines)
+            continue
         block = stream.read(step) if step > 0 else b""
         if left is not None:
             left -= len(block)

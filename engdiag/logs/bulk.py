@@ -31,10 +31,10 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 from engdiag.logs import counting
-from engdiag.logs.counting import COUNTABLE, Count, scan_window
+from engdiag.logs.counting import COUNTABLE, Count, Found, hot_window, scan_window
 from engdiag.logs.engines import Finder, finder, literal_bytes, searches
 from engdiag.logs.events import Event, Proc
-from engdiag.logs.hotscan import HOT_LITERALS
+from engdiag.logs.hotscan import HOT_LITERALS, HotScan
 from engdiag.logs.blocks import Lines, Starts, windows
 from engdiag.logs.windowscan import Searches
 
@@ -301,13 +301,15 @@ def _feed(window: _Window, order: Iterable[int], known: dict[int, list[Event]], 
 
 
 def _scan_window(window: _Window, first_window: bool, scanner: LineScanner, run: Engine,
-                 sink: Callable[[Event], None], count: Count | None) -> None:
-    """Feed one window: line by line if dense, else only the planned lines; hot lines counted when allowed."""
+                 sink: Callable[[Event], None], count: Count | None, found_hot: Found | None,
+                 later: Found | None) -> None:
+    """Feed one window: line by line if dense, else only the planned lines; hot lines counted when allowed
+    (``found_hot``: this window's hot lines, ``later``: the next window's, None where not counted)."""
     hot_events: dict[int, list[Event]] | None = None if scanner.show_prompts else {}
     source = scanner.summary.name
     hot = None
-    if count is not None and hot_events is not None and COUNTABLE:
-        hot = scan_window(window.data, run.searches.hot, scanner.last_stamp)
+    if count is not None and found_hot is not None:
+        hot = scan_window(found_hot, scanner.last_stamp)
     if hot is None:
         found = _candidates(window, run.find, run.searches)
     else:
@@ -317,13 +319,27 @@ def _scan_window(window: _Window, first_window: bool, scanner: LineScanner, run:
             found = counting.every_candidate(found, hot, run.numbers)
         _feed_all(window, found, scanner, sink, hot_events is not None)
         return
-    extra = hot.keep() if hot is not None else ()
+    extra = hot.keep(None if later is None else hot_window(later)) if hot is not None else ()
     plan = _plan(window, found, first_window, hot_events, source, run.searches.proc_tags, extra)
     order = list(_with_gaps_closed(window, plan, window.before))
     _feed(window, order, hot_events or {}, scanner, sink)
     if hot is not None and count is not None:
         signals, lengths = counting.counts(hot, order)
         count(source, signals, lengths)
+
+
+def _ahead(parts: Iterable[tuple[bytes, Sequence[int]]], hot: HotScan | None
+           ) -> Iterator[tuple[bytes, Sequence[int], Found | None, Found | None]]:
+    """Each window with its hot lines and the next window's (None without ``hot``): which request lines a
+    window reads the full way depends on the next one (``HotWindow.keep``), so windows are read one ahead."""
+    held: tuple[bytes, Sequence[int], Found | None] | None = None
+    for data, starts in parts:
+        found = hot(data) if hot is not None else None
+        if held is not None:
+            yield (*held, found)
+        held = (data, starts, found)
+    if held is not None:
+        yield (*held, None)
 
 
 def bulk_scan(
@@ -346,9 +362,11 @@ def bulk_scan(
     before: Piece | None = None
     lineno = first_line
     done = 0
-    for number, (data, starts) in enumerate(windows(stream, run.searches.line_starts, WINDOW_BYTES, WINDOW_LINES, byte_limit)):
+    parts = windows(stream, run.searches.line_starts, WINDOW_BYTES, WINDOW_LINES, byte_limit, run.searches.read_window)
+    counted = count is not None and not scanner.show_prompts and COUNTABLE
+    for number, (data, starts, found_hot, later) in enumerate(_ahead(parts, run.searches.hot if counted else None)):
         window = _Window(data, starts, lineno, before, run.searches.colour)
-        _scan_window(window, number == 0 and first_line == 1, scanner, run, sink, count)
+        _scan_window(window, number == 0 and first_line == 1, scanner, run, sink, count, found_hot, later)
         before = window.pieces(len(starts) - 1)[-1]
         lineno += len(starts)
         done += len(data) + 1

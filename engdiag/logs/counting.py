@@ -21,9 +21,11 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from engdiag.logs.events import Signal, Stamp
-from engdiag.logs.hotscan import ADD, BITS, KEEP_LAST, PTI, REC, HotScan
+from engdiag.logs.hotscan import ADD, BITS, KEEP_LAST, PTI, REC
 from engdiag.logs.patterns import RULES_BY_LITERAL
 
+Found = tuple[bytes, bytes, bytes, list[tuple[int, int]], int]
+"""A window's ``hot_scan`` result (see ``engdiag.logs.hotscan``)."""
 Count = Callable[[str, Mapping[Signal, int], Mapping[int, int]], None]
 """Where counts go: (input name, signal → count, prompt tokens → count) — the timeline's ``count``."""
 
@@ -61,31 +63,62 @@ class HotWindow:
         at = bisect_left(self.index, line)
         return self.kind[at] if at < len(self.index) and self.index[at] == line else 0
 
-    def keep(self) -> list[int]:
-        """The last ``KEEP_LAST`` ok lines of each signal (read the full way: the timeline keeps their events)."""
+    def keep(self, later: HotWindow | None = None) -> list[int]:
+        """The last ``KEEP_LAST`` ok lines of each signal (read the full way: the timeline keeps their events).
+
+        None of a signal of which the ``later`` window (the next of the same input) has
+        ``KEEP_LAST`` ok lines: however that window is read (planned, dense or around New
+        Year), each of those lines adds its event, so the timeline's last ``KEEP_LAST``
+        of the signal are never this window's — these can be counted like the rest.
+        """
+        received, lengths, added = later.covers() if later is not None else (False, False, False)
         found: list[int] = []
-        for kind in (1, 2):
+        for kind, plain_wanted, lengths_wanted in ((1, not received, not lengths), (2, not added, False)):
+            want_plain, want_length = KEEP_LAST * plain_wanted, KEEP_LAST * lengths_wanted
             end, with_length, plain = len(self.kind), 0, 0
-            while (with_length < KEEP_LAST or plain < KEEP_LAST) and (at := self.kind.rfind(kind, 0, end)) != -1:
+            while (with_length < want_length or plain < want_plain) and (at := self.kind.rfind(kind, 0, end)) != -1:
                 end = at
                 counts_length = kind == 1 and self.tokens[at] > 0
-                if plain < KEEP_LAST or (counts_length and with_length < KEEP_LAST):
+                if plain < want_plain or (counts_length and with_length < want_length):
                     found.append(self.index[at])
                 plain += 1
                 with_length += counts_length
-                if kind == 2:
-                    with_length = KEEP_LAST  # added requests carry no prompt length
         return found
 
+    def covers(self) -> tuple[bool, bool, bool]:
+        """Has this window ``KEEP_LAST`` ok lines of requests received, of prompt lengths, of requests added?
 
-def scan_window(data: bytes, scan: HotScan, last: Stamp | None) -> HotWindow | None:
-    """The window's hot lines, or None when they must not be counted here (New Year)."""
-    index, kind, tokens, bad, months = scan(data)
+        Prompt lengths are looked for among the last ``_LOOK`` received lines only (a
+        window of empty prompts says no: the earlier window then keeps its own, as always).
+        """
+        received = self.kind.count(1) >= KEEP_LAST
+        added = self.kind.count(2) >= KEEP_LAST
+        lengths, end = 0, len(self.kind)
+        for _ in range(_LOOK):
+            if lengths >= KEEP_LAST or (at := self.kind.rfind(1, 0, end)) == -1:
+                break
+            lengths += self.tokens[at] > 0
+            end = at
+        return received, lengths >= KEEP_LAST, added
+
+
+_LOOK = 4 * KEEP_LAST
+
+
+def hot_window(found: Found) -> HotWindow:
+    """A window's ``hot_scan`` result as a ``HotWindow``."""
+    index, kind, tokens, bad, _ = found
+    return HotWindow(memoryview(index).cast("i"), kind, memoryview(tokens).cast("i"), bad)
+
+
+def scan_window(found: Found, last: Stamp | None) -> HotWindow | None:
+    """The window's hot lines (its ``hot_scan`` result), or None when they must not be counted here (New Year)."""
+    months = found[4]
     december, january = months & (1 << 12), months & (1 << 1)
     if (december and january) or (last is not None and ((last.month == 12 and january) or
                                                           (last.month == 1 and december))):
         return None
-    return HotWindow(memoryview(index).cast("i"), kind, memoryview(tokens).cast("i"), bad)
+    return hot_window(found)
 
 
 def _numbers(bits: int, numbers: Mapping[bytes, int]) -> set[int]:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 from array import array
+from bisect import bisect_left
 from collections.abc import Callable
 from functools import lru_cache
 
@@ -53,18 +54,43 @@ _COLOUR_CODE = re.compile(rb"\[[0-9;]*[0-9]m")
 _ID = re.compile(rb"[A-Za-z0-9_.-]+")
 
 
-def _header(data: bytes, start: int, end: int) -> re.Match[bytes] | None:
-    match = _HEADER.match(data, start, end)
-    if match is None or (match["name"] is not None and len(match["name"]) > 61):
-        return None
-    return match
+class _Window:
+    """One window's bytes, with what is found once for all its lines: header parses (a line's own and its
+    predecessor's successor check are one), and where cleaning would act (``_UNCLEAN`` and colour codes),
+    searched over the window by ``bytes.find`` / a regular expression with a literal first byte rather
+    than line by line."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self._parsed: tuple[int, int, re.Match[bytes] | None] = (-1, -1, None)
+        found: list[int] = [hit.start() for hit in _COLOUR_CODE.finditer(data)]
+        for cue in _UNCLEAN:
+            at = data.find(cue)
+            while at != -1:
+                found.append(at)
+                at = data.find(cue, at + 1)
+        self._unclean = sorted(found)
+
+    def header(self, start: int, end: int) -> re.Match[bytes] | None:
+        if self._parsed[:2] != (start, end):
+            match = _HEADER.match(self.data, start, end)
+            if match is not None and match["name"] is not None and len(match["name"]) > 61:
+                match = None
+            self._parsed = (start, end, match)
+        return self._parsed[2]
+
+    def unclean(self, start: int, end: int) -> bool:
+        """Would cleaning act on ``data[start:end]`` (a cue wholly inside it: none holds a newline)?"""
+        at = bisect_left(self._unclean, start)
+        return at < len(self._unclean) and self._unclean[at] < end
 
 
-def _safe_successor(data: bytes, start: int, end: int, head: re.Match[bytes]) -> bool:
+def _safe_successor(window: _Window, start: int, end: int, head: re.Match[bytes]) -> bool:
     """Does the line at ``start`` surely start a record that cannot join ``head``'s?"""
+    data = window.data
     if data.find(b"\r", start, end) != -1:
         return False
-    match = _header(data, start, end)
+    match = window.header(start, end)
     if match is None:
         return False
     if match["access"] is not None:
@@ -75,16 +101,16 @@ def _safe_successor(data: bytes, start: int, end: int, head: re.Match[bytes]) ->
     return data.startswith(REC + b" ", msg) or data.startswith(ADD + b" ", msg)
 
 
-def _classify(data: bytes, start: int, end: int, bits: int, next_end: int | None) -> tuple[int, int, int]:
+def _classify(window: _Window, start: int, end: int, bits: int, next_end: int | None) -> tuple[int, int, int]:
     """(kind, tokens, month) of an ok line; kind 0 when it must be read the full way."""
     if next_end is None:
         return 0, 0, 0
-    head = _header(data, start, end)
+    data = window.data
+    head = window.header(start, end)
     if head is None or head["access"] is not None:
         return 0, 0, 0
     msg = head.end()
-    rest = data[msg:end]
-    if any(cue in rest for cue in _UNCLEAN) or _COLOUR_CODE.search(rest) is not None or not data[start:msg].isascii():
+    if window.unclean(msg, end) or not data[start:msg].isascii():
         return 0, 0, 0
     month = int(head["mo"])
     if bits == 3 and data.startswith(REC + b" ", msg):
@@ -107,19 +133,20 @@ def _classify(data: bytes, start: int, end: int, bits: int, next_end: int | None
         if inside and not inside[:1].isdigit():
             return 0, 0, 0  # mask() counts what is there; only a list that starts with an id is surely ids
         tokens = inside.count(b",") + 1 if inside else 0
-        if not _safe_successor(data, end + 1, next_end, head):
+        if not _safe_successor(window, end + 1, next_end, head):
             return 0, 0, 0
         return 1, tokens, month
     after = msg + len(ADD) + 1
     if bits == 4 and data.startswith(ADD + b" ", msg) and _ID.match(data, after, min(after + 1, end)):
-        if data.find(ADD, msg + 1, end) != -1 or not _safe_successor(data, end + 1, next_end, head):
+        if data.find(ADD, msg + 1, end) != -1 or not _safe_successor(window, end + 1, next_end, head):
             return 0, 0, 0
         return 2, 0, month
     return 0, 0, 0
 
 
-def _bits(line: bytes) -> int:
-    return (REC in line) | (PTI in line) << 1 | (ADD in line) << 2
+def _bits(data: bytes, start: int, end: int) -> int:
+    return ((data.find(REC, start, end) != -1) | (data.find(PTI, start, end) != -1) << 1
+            | (data.find(ADD, start, end) != -1) << 2)
 
 
 def hot_scan(data: bytes) -> tuple[bytes, bytes, bytes, list[tuple[int, int]], int]:
@@ -128,6 +155,7 @@ def hot_scan(data: bytes) -> tuple[bytes, bytes, bytes, list[tuple[int, int]], i
     bad: list[tuple[int, int]] = []
     months = 0
     size = len(data)
+    window = _Window(data)
     line, number = 0, 0
     hits = {b" request": data.find(b" request"), b"_token_ids: ": data.find(b"_token_ids: ")}
     while True:
@@ -142,13 +170,13 @@ def hot_scan(data: bytes) -> tuple[bytes, bytes, bytes, list[tuple[int, int]], i
         line = data.rfind(b"\n", 0, hit) + 1
         end = data.find(b"\n", hit)
         end = size if end == -1 else end
-        bits = _bits(data[line:end])
+        bits = _bits(data, line, end)
         if bits:
             next_end = None
             if end < size:
                 following = data.find(b"\n", end + 1)
                 next_end = size if following == -1 else following
-            kind, count, month = _classify(data, line, end, bits, next_end)
+            kind, count, month = _classify(window, line, end, bits, next_end)
             if kind:
                 index.append(number)
                 kinds.append(kind)

@@ -19,16 +19,23 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import accumulate
 
+from engdiag.logs.blocks import Fill
 from engdiag.logs.hotscan import HotScan, hot_scan
 from engdiag.logs.hotscan import native as native_hot
 
 _ROLES = rb"(?:EngineCore|APIServer|ApiServer|VllmWorker|Worker|RayWorker)"
 _RANK = re.compile(rb"\[rank[^\]\n]*\]:")
-_BARE_ROLE = re.compile(rb"(?:EngineCore|APIServer|ApiServer|VllmWorker|Worker)\S* (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) ")
+_BARE_ROLES = [re.compile(role + rb"\S* (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) ")
+               for role in (b"EngineCore", b"APIServer", b"ApiServer", b"VllmWorker", b"Worker")]
+"""A role name, then a level.  One search per name: each starts with a literal, which ``re`` skips to at C
+speed, where their alternation is tried at every byte of the window (~25 ms per 8 MiB)."""
 _ROLE_TAG = re.compile(rb"\(" + _ROLES + rb"[^()\n]{0,250}\)")
 _ROLE_TAG_PID = re.compile(rb"\(" + _ROLES + rb"[^()\n]{0,250}? pid=\d+(?:, ip=[^)\s]*)?\)")
-_COLOUR = re.compile(rb"\x1b\[[0-9;]*[A-Za-z]|\^\[\[[0-9;]*m|\[[0-9;]*[0-9]m")
+_COLOUR_CODES = (rb"\x1b\[[0-9;]*[A-Za-z]", rb"\^\[\[[0-9;]*m", rb"\[[0-9;]*[0-9]m")
+_COLOUR = re.compile(b"|".join(_COLOUR_CODES))
 """Colour codes, as ``lines`` strips them (``engdiag.logs.bulk`` removes them before the literal search)."""
+_COLOUR_PARTS = [re.compile(code) for code in _COLOUR_CODES]
+"""``_COLOUR``'s alternatives, searched one by one for the same reason as ``_BARE_ROLES``."""
 _TAG = re.compile(rb"(\(([^()\n]{1,250}?) pid=(\d+)(?:, ip=([^)\s]*))?\))")
 """Every process tag with a pid, and more (a superset: each is checked by the exact parser)."""
 
@@ -39,7 +46,7 @@ def cues(data: bytes) -> bool:
         return True
     if b" NCCL " in data:
         return True
-    if _BARE_ROLE.search(data) is not None:
+    if any(role.search(data) is not None for role in _BARE_ROLES):
         return True
     return len(_ROLE_TAG.findall(data)) != len(_ROLE_TAG_PID.findall(data))
 
@@ -57,7 +64,7 @@ def line_starts(data: bytes) -> tuple[bytes, int]:
 
 def colour(data: bytes) -> bool:
     """Does ``data`` hold a colour code (as ``lines`` strips them)?"""
-    return _COLOUR.search(data) is not None
+    return any(part.search(data) is not None for part in _COLOUR_PARTS)
 
 
 def strip_colour(data: bytes) -> bytes:
@@ -75,6 +82,8 @@ class Searches:
     line_starts: Callable[[bytes], tuple[bytes, int]]
     colour: Callable[[bytes], bool]
     strip_colour: Callable[[bytes], bytes]
+    read_window: Fill | None = None
+    """Reads a window in one object (C only: in Python, read + join is as fast as it gets)."""
 
 
 PYTHON = Searches(hot_scan, cues, proc_tags, line_starts, colour, strip_colour)
@@ -87,4 +96,4 @@ def native() -> Searches | None:
     from engdiag.logs import _scan  # type: ignore[attr-defined]
 
     return Searches(_scan.hot_scan, _scan.cues, _scan.proc_tags, _scan.line_starts, _scan.colour,
-                    _scan.strip_colour)
+                    _scan.strip_colour, _scan.read_window)
