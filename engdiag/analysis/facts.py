@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from engdiag.analysis.model import Model
+from engdiag.analysis.signal_kinds import SERVING
 from engdiag.analysis.timeline import Timeline
 from engdiag.logs.events import (
     CudaOom,
@@ -91,17 +92,8 @@ class Facts:
     @cached_property
     def first_serving(self) -> int:
         """Position of the first event that shows the engine serving (past the end when none)."""
-        serving = {
-            Signal.STATS,
-            Signal.ITERATION,
-            Signal.REQUEST_RECEIVED,
-            Signal.REQUEST_ADDED,
-            Signal.REQUEST_FINISHED,
-            Signal.RESPONSE_GENERATED,
-            Signal.SERVER_READY,
-        }
         for i, event in enumerate(self.events):
-            if event.signal in serving:
+            if event.signal in SERVING:
                 return i
             if isinstance(event.data, Progress) and event.data.bar.startswith(("Processed prompts", "Adding requests")):
                 return i
