@@ -352,3 +352,14 @@ def test_aborts_of_requests_never_seen_working_are_undecided_and_aborts_amid_ser
                "Avg generation throughput: 300.0 tokens/s, Running: 4 reqs, Waiting: 0 reqs, GPU KV cache usage: 5.0%, "
                "Prefix cache hit rate: 0.0%\n")
     assert _verdict(tmp_path, serving + abort).kind.value == "healthy"
+
+
+def test_an_oom_without_the_reserved_figure_claims_nothing_about_it(tmp_path):
+    verdict = _verdict(tmp_path, "Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 8 GiB of which 1 MiB is free\n")
+    assert verdict.kind.value == "fragmented" and "2.00 GiB" in verdict.headline
+    assert "?" not in verdict.headline and "reserved" not in verdict.headline
+    assert "not ruled out" in verdict.evidence[0].note
+    full = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+            "8.00 GiB of which 1.00 MiB is free. Of the allocated memory 7.50 GiB is allocated by PyTorch, and "
+            "20.00 MiB is reserved by PyTorch but unallocated.\n")
+    assert "20.00 MiB reserved-but-unallocated" in _verdict(tmp_path, full).headline

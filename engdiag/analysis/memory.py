@@ -44,12 +44,17 @@ def oom(facts: Facts, root: Event) -> Verdict:
         note = "reserved-but-unallocated ≥ the failed request: the memory exists but is split"
     else:
         draft.sub_kind = MemoryKind.EXHAUSTION
-        if tried is not None:
+        if tried is not None and reserved is not None:
             draft.headline = (
                 f"GPU memory exhausted{_pad(when)}: CUDA OOM asking for {format_bytes(tried)} with "
                 f"{format_bytes(numbers.free)} free and only {format_bytes(reserved)} reserved-but-unallocated"
             )
             note = "little reserved-but-unallocated memory: not fragmentation, the GPU is full"
+        elif tried is not None:
+            # older messages, other accelerators and cut pastes print no reserved figure: no claim either way
+            draft.headline = (f"GPU memory exhausted{_pad(when)}: CUDA OOM asking for {format_bytes(tried)} with "
+                              f"{format_bytes(numbers.free)} free")
+            note = "the message prints no reserved-but-unallocated figure, so fragmentation is not ruled out"
         else:
             draft.headline = f"GPU memory exhausted{_pad(when)}: {root.text[:140]}"
             note = "the message carries no allocator numbers"
