@@ -21,31 +21,6 @@ PROGRESS = frozenset(
 )
 """Signals that prove the engine did work (stats and bars count when they move)."""
 
-ANOMALIES = frozenset(
-    {
-        Signal.SHM_STALL,
-        Signal.ITERATION_TIMEOUT,
-        Signal.HEARTBEAT_LOST,
-        Signal.RPC_TIMEOUT,
-        Signal.ENGINE_READY_TIMEOUT,
-        Signal.ENGINE_FATAL,
-        Signal.ENGINE_DEAD,
-        Signal.WORKER_EXCEPTION,
-        Signal.WORKER_DIED,
-        Signal.PROCESS_EXCEPTION,
-        Signal.NCCL_WATCHDOG_TIMEOUT,
-        Signal.NCCL_WORK_STATUS,
-        Signal.NCCL_ABORT,
-        Signal.CUDA_OOM,
-        Signal.KV_CACHE_INSUFFICIENT,
-        Signal.CUDA_ERROR,
-        Signal.FATAL_SIGNAL,
-        Signal.PREEMPTION,
-        Signal.HTTP_ERROR,
-        Signal.REQUEST_FAILED,
-        Signal.STACK_DUMP,
-    }
-)
 FATAL = frozenset(
     {
         Signal.ITERATION_TIMEOUT,
@@ -64,6 +39,20 @@ FATAL = frozenset(
     }
 )
 """Signals after which the engine does not come back by itself."""
+
+ANOMALIES = FATAL | frozenset(
+    {
+        Signal.SHM_STALL,
+        Signal.WORKER_EXCEPTION,
+        Signal.NCCL_WORK_STATUS,
+        Signal.NCCL_ABORT,
+        Signal.PREEMPTION,
+        Signal.HTTP_ERROR,
+        Signal.REQUEST_FAILED,
+        Signal.STACK_DUMP,
+    }
+)
+"""Signals that something went wrong: every fatal one, and the warnings that precede or accompany them."""
 
 SERVING = frozenset(
     {
