@@ -363,3 +363,38 @@ def test_an_oom_without_the_reserved_figure_claims_nothing_about_it(tmp_path):
             "8.00 GiB of which 1.00 MiB is free. Of the allocated memory 7.50 GiB is allocated by PyTorch, and "
             "20.00 MiB is reserved by PyTorch but unallocated.\n")
     assert "20.00 MiB reserved-but-unallocated" in _verdict(tmp_path, full).headline
+
+
+_DYNAMO = """\
+INFO 09-01 20:56:48 weight_utils.py:1] Loading safetensors checkpoint shards: 100% Completed | 4/4 [00:00<00:00,  9.48it/s]
+ERROR 09-01 20:56:51 worker_base.py:464] Error executing method determine_num_available_blocks. This might cause deadlock in distributed execution.
+ERROR 09-01 20:56:51 worker_base.py:464] Traceback (most recent call last):
+ERROR 09-01 20:56:51 worker_base.py:464]   File "/v/vllm/worker/tpu_worker.py", line 118, in determine_num_available_blocks
+ERROR 09-01 20:56:51 worker_base.py:464]     self.model_runner._dummy_run(
+ERROR 09-01 20:56:51 worker_base.py:464]   File "/v/vllm/worker/tpu_model_runner.py", line 237, in _dummy_run
+ERROR 09-01 20:56:51 worker_base.py:464]     self.model(token_ids,
+ERROR 09-01 20:56:51 worker_base.py:464] {ending}
+ERROR 09-01 20:56:51 worker_base.py:464]
+ERROR 09-01 20:56:51 worker_base.py:464] You can suppress this exception and fall back to eager by setting:
+ERROR 09-01 20:56:51 worker_base.py:464]     torch._dynamo.config.suppress_errors = True
+"""
+
+
+def test_a_module_qualified_exception_ends_a_profiling_traceback_and_is_no_oom(tmp_path):
+    # vLLM issue 8066: Dynamo's ``Unsupported`` (no "Error" in its name) raised inside the profiling run
+    verdict = _verdict(tmp_path, _DYNAMO.format(ending="torch._dynamo.exc.Unsupported: Graph break due to unsupported builtin"))
+    assert verdict.kind.value == "unknown" and "torch._dynamo.exc.Unsupported" in verdict.headline
+    assert "nothing fatal" not in verdict.headline
+    # the same traceback with its last line cut off still leans exhaustion (the profiling run's usual death)
+    cut = _verdict(tmp_path, _DYNAMO.format(ending="  File \"/t/torch/_dynamo/eval_frame.py\", line 465, in _fn"))
+    assert cut.kind.value == "fragmented"
+
+
+def test_rays_wrapped_cause_is_read_as_the_exception(tmp_path):
+    verdict = _verdict(tmp_path, """\
+INFO 09-01 20:56:48 weight_utils.py:1] Loading safetensors checkpoint shards: 100% Completed | 4/4 [00:00<00:00,  9.48it/s]
+ERROR 09-01 20:56:51 worker_base.py:464] Traceback (most recent call last):
+ERROR 09-01 20:56:51 worker_base.py:464]   File "/v/vllm/executor/ray_utils.py", line 9, in execute_method
+ERROR 09-01 20:56:51 worker_base.py:464] ray.exceptions.RayTaskError(ValueError): ray::RayWorkerWrapper.execute_method() failed
+""")
+    assert "RayTaskError(ValueError)" in verdict.headline

@@ -215,6 +215,9 @@ def startup_stopped(facts: Facts) -> Verdict | None:
     # the API server's handshake wait only says the engine is not up; the engine's own last step says where
     engine_side = [a for a in startup if a.name != "start-up handshake"]
     last = (engine_side or startup)[-1]
+    step = facts.event_at(last.source, last.line)
+    if step is not None and any(facts.exception_of(e) for e in facts.after(step) if e.signal is Signal.EXCEPTION):
+        return None  # start-up raised after its last step: that exception, not "nothing fatal" (vLLM issue 8066)
     state = "still advancing" if last.advancing else ("finished" if last.finished else "running")
     nccl_only = last.name == "process-group / NCCL init" and NCCL_SETUP in last.detail
     # NCCL's INFO lines alone, with no sign of time passing after them, are set-up under way

@@ -24,7 +24,8 @@ _TRACEBACKISH = re.compile(
     |frame\ \#\d+:
     |\.\.\.<\d+\ lines>\.\.\.
     |[~^]+\s*$
-    |[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Failure|Warning)\b(?::|$)
+    |[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Failure|Warning)\b(?:\([\w.]+\))?(?::|$)
+    |(?:[a-z_]\w*\.)+[A-Z]\w*(?:\([\w.]+\))?:\ 
     """,
     re.VERBOSE,
 )

@@ -37,9 +37,13 @@ def _i(value: str | None) -> int | None:
 
 
 _EXCEPTION_LINE = re.compile(
-    r"^\s*((?:[A-Za-z_][\w.]*\.)?[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit)\b(?::.*)?)$",
+    r"^\s*((?:[A-Za-z_][\w.]*\.)?[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit)\b(?:\([\w.]+\))?(?::.*)?"
+    r"|(?:[a-z_]\w*\.)+[A-Z]\w*(?:\([\w.]+\))?:(?: .*)?)$",
     re.MULTILINE,
 )
+"""A traceback's last line: a class named ``…Error`` (optionally module-qualified), or any module-qualified
+class (``torch._dynamo.exc.Unsupported: Graph break …``, issue 8066), each optionally with Ray's wrapped cause
+(``ray.exceptions.RayTaskError(ValueError): …``)."""
 
 
 def last_exception(text: str) -> str | None:
