@@ -398,3 +398,19 @@ ERROR 09-01 20:56:51 worker_base.py:464]   File "/v/vllm/executor/ray_utils.py",
 ERROR 09-01 20:56:51 worker_base.py:464] ray.exceptions.RayTaskError(ValueError): ray::RayWorkerWrapper.execute_method() failed
 """)
     assert "RayTaskError(ValueError)" in verdict.headline
+
+
+_AUTOTUNE = ("(EngineCore pid=7) INFO 09-01 15:39:04 [shm_broadcast.py:801] No available shared memory broadcast block "
+             "found in 60 seconds. This typically happens when some processes are hanging or doing some time-consuming work.\n"
+             "[AutoTuner]: Tuning flashinfer::trtllm_fp4_block_scale_moe:  55%|█████▎    | 12/22 [{elapsed}<07:10, {rate}]\n")
+
+
+def test_an_autotune_whose_own_pace_outlasts_the_start_up_default_is_slow_and_a_quick_one_is_not(tmp_path):
+    # kimi-k3-flashinfer-autotune-reruns-shm-broadcast-wait: FlashInfer's autotuner at 43 s a profile, its
+    # tqdm unit "profile" (s/profile), with the engine core's shared-memory notice while the workers tune
+    verdict = _verdict(tmp_path, _AUTOTUNE.format(elapsed="06:58", rate="43.03s/profile"))
+    assert verdict.kind.value == "slow" and "kernel autotune" in verdict.headline and "14 min" in verdict.headline
+    alone = _AUTOTUNE.format(elapsed="06:58", rate="43.03s/profile").split("\n", 1)[1]
+    assert _verdict(tmp_path, alone).kind.value == "slow"  # the projection needs no wait beside it
+    quick = _AUTOTUNE.format(elapsed="00:20", rate="1.70s/profile").split("\n", 1)[1]
+    assert _verdict(tmp_path, quick).kind.value != "slow"

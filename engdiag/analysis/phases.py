@@ -257,7 +257,10 @@ def _autotune(facts: Facts) -> Iterable[Activity]:
         detail += f", tuning {last.done}/{last.total}"
     if loaded:
         detail += f"; {len(loaded)} loaded cached configs"
-    yield _activity("kernel autotune", found[0], found[-1], seconds=_span(found[0], found[-1]),
+    elapsed = bars[-1].data.elapsed_s if bars else None  # type: ignore[union-attr]
+    span = _span(found[0], found[-1])
+    seconds = max(elapsed, span or 0) if elapsed is not None else span
+    yield _activity("kernel autotune", found[0], found[-1], seconds=seconds,
                     advancing=moved and not _stale(facts, found[-1], None), finished=False, detail=detail)
 
 

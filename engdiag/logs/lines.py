@@ -376,8 +376,9 @@ def access_status(msg: str) -> tuple[str, str, int] | None:
 
 
 _BAR_TIMING = re.compile(
-    r"\[(?P<elapsed>(?:\d+:)?\d+:\d\d)(?:<[^,\]]*)?(?:, *(?P<rate>[\d.]+) ?(?P<unit>s/it|it/s))?"
+    r"\[(?P<elapsed>(?:\d+:)?\d+:\d\d)(?:<[^,\]]*)?(?:, *(?P<rate>[\d.]+) ?(?P<unit>s/[A-Za-z]+|[A-Za-z]+/s))?"
 )
+"""tqdm's timing block; its unit is the bar's own (``s/it``, FlashInfer's autotuner ``s/profile``)."""
 
 
 def _clock_seconds(text: str) -> float:
@@ -406,5 +407,5 @@ def bar_progress(msg: str) -> tuple[str, int, int | None, float | None, float | 
         elapsed = _clock_seconds(timing["elapsed"])
         if timing["rate"] is not None:
             value = float(timing["rate"])
-            rate = value if timing["unit"] == "s/it" else (1 / value if value > 0 else None)
+            rate = value if timing["unit"].startswith("s/") else (1 / value if value > 0 else None)
     return match["bar"].strip(), int(match["done"]), None if total == "?" else int(total), elapsed, rate
