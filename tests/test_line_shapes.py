@@ -220,3 +220,11 @@ def test_vllm_json_log_formatter_keeps_a_traceback_in_one_record():
 def test_a_log_quoted_in_a_markdown_reply():
     piece = one("> (EngineCore_DP0 pid=7) ERROR 05-16 03:38:10 [core.py:398] EngineCore encountered a fatal error.")
     assert piece.shape is Shape.VLLM and piece.proc is not None and piece.stamp == Stamp(5, 16, 3 * 3600 + 38 * 60 + 10)
+
+
+def test_vllm_omni_stage_prefix_names_the_stage_and_keeps_the_header():
+    # omni-qwen-image-stage-init-timeout-during-hf-download-issue535: a stage worker's own lines
+    piece = one("[Stage-0] INFO 12-30 03:34:39 [omni_stage.py:412] Starting stage worker with model: Qwen/Qwen-Image")
+    assert piece.shape is Shape.VLLM and piece.proc.name == "Stage-0"
+    assert piece.stamp == Stamp(12, 30, 3 * 3600 + 34 * 60 + 39)
+    assert piece.msg == "Starting stage worker with model: Qwen/Qwen-Image"

@@ -163,7 +163,7 @@ static PyObject *cues(PyObject *self, PyObject *arg) {
         while (q < e && *q != ']' && *q != '\n') q++;
         cue = q + 1 < e && *q == ']' && q[1] == ':';
     }
-    cue = cue || find_at(data, e, " NCCL ", 6, 4) != NULL || bare_role_cue(data, e) || role_tags_without_pid(data, e);
+    cue = cue || find_at(data, e, " NCCL ", 6, 4) != NULL || find(data, e, "[Stage-", 7) != NULL || bare_role_cue(data, e) || role_tags_without_pid(data, e);
     PyBuffer_Release(&view);
     return PyBool_FromLong(cue);
 }

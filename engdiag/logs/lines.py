@@ -47,6 +47,8 @@ _ACTOR_TAG = re.compile(
 sometimes with its opening bracket lost in a paste."""
 _RANK_TAG = re.compile(r"\[rank(?P<rank>\d+)\]: ")
 """PyTorch's per-rank prefix on a rank's stderr (``[rank0]: Traceback ...``)."""
+_STAGE_TAG = re.compile(r"\[Stage-(?P<stage>\d+)\] ")
+"""vllm-omni's prefix on a stage worker's lines (``[Stage-0] INFO 12-30 03:34:39 [omni_stage.py:412] ...``)."""
 _LOST_PAREN_TAG = re.compile(r"(?P<name>[A-Za-z_]\w{0,60}) pid=(?P<pid>\d+)(?:, ip=(?P<ip>[^)\s]*))?\)[ \t]?")
 """A process tag whose opening bracket a paste lost (``RayWorkerWrapper pid=7) INFO ...``): pid= is required."""
 _ROLE_NAMES = ("EngineCore", "APIServer", "ApiServer", "VllmWorker", "Worker", "RayWorker")
@@ -175,6 +177,8 @@ def _one_tag(text: str) -> tuple[Proc | None, str]:
             return Proc(name, int(pid) if pid else None, match["ip"]), text[match.end() :]
     if text[:5] == "[rank" and (match := _RANK_TAG.match(text)) is not None:
         return Proc(f"rank{match['rank']}"), text[match.end() :]
+    if text[:7] == "[Stage-" and (match := _STAGE_TAG.match(text)) is not None:
+        return Proc(f"Stage-{match['stage']}"), text[match.end() :]
     match = _ACTOR_TAG.match(text) or _LOST_PAREN_TAG.match(text)
     if match is not None:
         return Proc(match["name"], int(match["pid"]), match["ip"]), text[match.end() :]

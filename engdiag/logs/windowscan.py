@@ -1,7 +1,7 @@
 """Window-level searches of the bulk planner, in Python; ``engdiag/logs/_scan.c`` has their C twins.
 
 - ``cues``: does the window name a process where the bulk tag search cannot see
-  it (glog ``[rankN]:``, NCCL, bare role names, role tags without ``pid=``)?  Then
+  it (glog ``[rankN]:``, vllm-omni's ``[Stage-N]``, NCCL, bare role names, role tags without ``pid=``)?  Then
   the window is read line by line;
 - ``proc_tags``: the distinct process tags with a pid (a superset of the
   processes: each is confirmed by the exact parser);
@@ -44,7 +44,7 @@ def cues(data: bytes) -> bool:
     """Processes named where the tag search cannot see them (each search behind a cheap ``in``)."""
     if b"[rank" in data and _RANK.search(data) is not None:
         return True
-    if b" NCCL " in data:
+    if b" NCCL " in data or b"[Stage-" in data:
         return True
     if any(role.search(data) is not None for role in _BARE_ROLES):
         return True

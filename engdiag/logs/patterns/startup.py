@@ -69,6 +69,9 @@ STARTUP: tuple[Rule, ...] = (
     # 0.2–0.4.0 print no version in the banner: "Initializing an LLM engine with config: ..." (vLLM issue 2826:
     # a Ray start-up that hung right after it read as healthy when the banner went unread)
     Rule(Signal.VERSION, "Initializing an LLM engine", _c(r"Initializing an LLM engine(?: \((?P<v>[^)\s]+)\))?"), _version("V0")),
+    # vllm-omni's stage worker starting its engine (omni_stage.py), the launch its stages' limits guard
+    # (omni-qwen-image-stage-init-timeout-during-hf-download-issue535: the paste ends right after it)
+    Rule(Signal.VERSION, "Starting stage worker with model", _c(r"Starting stage worker with model(?P<v>)"), _version(None)),
     Rule(Signal.VERSION, "vLLM API server version", _c(r"vLLM API server version (?P<v>[^\s,]+)"), _version(None)),
     Rule(Signal.VERSION, "vLLM server version", _c(r"vLLM server version (?P<v>[^\s,]+)"), _version(None)),
     Rule(Signal.VERSION, "Dumping input data for V1", _c(r"Dumping input data for V1 LLM engine \((?P<v>[^)\s]+)\)"), _version("V1")),
