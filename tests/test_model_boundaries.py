@@ -3,6 +3,8 @@ look-alike it must not catch (cases named in tests/corpus/HELDOUT.md)."""
 
 from __future__ import annotations
 
+import pytest
+
 from engdiag.analysis.analyze import analyze
 
 
@@ -414,3 +416,32 @@ def test_an_autotune_whose_own_pace_outlasts_the_start_up_default_is_slow_and_a_
     assert _verdict(tmp_path, alone).kind.value == "slow"  # the projection needs no wait beside it
     quick = _AUTOTUNE.format(elapsed="00:20", rate="1.70s/profile").split("\n", 1)[1]
     assert _verdict(tmp_path, quick).kind.value != "slow"
+
+
+@pytest.mark.parametrize("line", [
+    # launchers' own words for their start-up deadline (shell and Python wrappers around `vllm serve`)
+    "ERROR: vLLM server failed to start within 600s",
+    "vLLM server failed to start within timeout.",
+    "RuntimeError: Server did not start within 15 minutes",
+    "TimeoutError: Timed out waiting for vLLM server to be online after 900 seconds.",
+    "SystemExit: Timed out waiting for vLLM after 600s: ConnectError: [Errno 111] Connection refused",
+    "Timed out waiting for vLLM server to become ready",
+])
+def test_a_launchers_start_up_deadline_in_its_own_words_leans_slow(tmp_path, line):
+    verdict = _verdict(tmp_path, line + "\n")
+    assert verdict.kind.value == "slow" and "start-up" in verdict.headline and verdict.undecided
+
+
+def test_a_launcher_deadline_reads_its_unit_and_a_short_one_is_shorter_than_any_start_up(tmp_path):
+    assert "allowed 30 s" in _verdict(tmp_path, "Error: Server did not start within 30000ms\n").headline
+    assert _verdict(tmp_path, "vLLM server failed to start within 10 minutes\n").confidence < 0.7  # 600 s: no claim
+
+
+def test_a_launcher_deadline_while_weights_load_is_slow_and_vllms_own_wait_is_not_a_launchers(tmp_path):
+    loading = ("Loading safetensors checkpoint shards:  40% Completed | 12/30 [02:48<04:12,  14.0s/it]\n"
+               "Timed out waiting for vLLM server to become ready\n")
+    verdict = _verdict(tmp_path, loading)
+    assert verdict.kind.value == "slow" and "weight loading" in verdict.headline and verdict.confidence >= 0.6
+    own = _verdict(tmp_path, "ERROR 01-01 00:00:00 [utils.py:1] Timed out waiting for engines to send initial "
+                             "message on input socket.\n")
+    assert "platform" not in own.headline and "launcher" not in own.headline

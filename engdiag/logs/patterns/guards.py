@@ -9,8 +9,39 @@ healthy.
 
 from __future__ import annotations
 
-from engdiag.logs.events import Failure, Phase, Rendezvous, Signal, Timeout
+import re
+from collections.abc import Iterable
+
+from engdiag.logs.events import Failure, Payload, Phase, Rendezvous, Signal, Timeout
 from engdiag.logs.patterns.base import Rule, _c, _const, _f
+
+_SERVER = r"(?:vLLM|vllm|VLLM|[Ss]erver|[Ss]ervice|[Ee]ndpoint|[Mm]odel|[Ii]nstance)"
+_LIMIT = r"(?:(?P<n>\d+(?:\.\d+)?) ?(?P<u>ms|s|secs?|seconds?|m|mins?|minutes?)\b|(?:the )?timeout|expected time)"
+_LAUNCHER_DEADLINE = _c(
+    _SERVER + r"\b[^\n]{0,30}?(?:failed to|did not|didn't|could not|couldn't|not) (?:start|become ready|become healthy"
+    r"|be ready|come up)(?: up)? within " + _LIMIT
+)
+_LAUNCHER_WAIT = _c(
+    r"[Tt]imed out waiting for (?:the )?(?:vLLM|vllm|VLLM|(?:(?:inference|model|LLM|API|OpenAI|openai) )?"
+    r"(?:[Ss]erver|[Ss]ervice|[Ee]ndpoint))\b(?P<rest>[^\n]{0,80})"
+)
+_AFTER = re.compile(r"after (?P<n>\d+(?:\.\d+)?) ?(?P<u>ms|s|secs?|seconds?|m|mins?|minutes?)\b")
+_UNIT_S = {"ms": 0.001, "m": 60.0, "min": 60.0, "mins": 60.0, "minute": 60.0, "minutes": 60.0}
+
+
+def _limit(found: re.Match[str] | None) -> float | None:
+    if found is None or not found["n"]:
+        return None
+    return float(found["n"]) * _UNIT_S.get(found["u"], 1.0)
+
+
+def _deadline_within(match: re.Match[str], text: str) -> Iterable[Payload]:
+    yield Timeout(call="server start-up", limit_s=_limit(match), guard="platform")
+
+
+def _deadline_waited(match: re.Match[str], text: str) -> Iterable[Payload]:
+    yield Timeout(call="server start-up", limit_s=_limit(_AFTER.search(match["rest"])), guard="platform")
+
 
 GUARDS: tuple[Rule, ...] = (
     # guards outside vLLM ---------------------------------------------------------------
@@ -32,6 +63,13 @@ GUARDS: tuple[Rule, ...] = (
         _c(r"(?:failed to (?:start|become ready)|(?:was )?not (?:ready|healthy)) within (?:the )?timeout"),
         _const(Timeout(call="server start-up", guard="platform")),
     ),
+    # Any launcher polling the server until its own deadline, in the words launchers use (shell and Python
+    # wrappers on GitHub: "vLLM server failed to start within 600s", "Server did not start within 5 minutes",
+    # "Timed out waiting for vLLM server to become ready", "Timed out waiting for vLLM after 600s: ...").
+    # The deadline is theirs, not vLLM's: what the engine was doing decides (analysis/external_guards.py).
+    Rule(Signal.EXTERNAL_GUARD, " start within ", _LAUNCHER_DEADLINE, _deadline_within),
+    Rule(Signal.EXTERNAL_GUARD, " ready within ", _LAUNCHER_DEADLINE, _deadline_within),
+    Rule(Signal.EXTERNAL_GUARD, "imed out waiting for ", _LAUNCHER_WAIT, _deadline_waited),
     # vLLM's own test harness (tests/utils.py RemoteOpenAIServer._wait_for_server): "Server failed to start in
     # time." after its max_wait_seconds (ci-tp2-pp2-eager-h20-server-starts-after-480s-test-deadline)
     Rule(
