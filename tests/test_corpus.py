@@ -55,9 +55,6 @@ UNDECIDABLE_FROM_THE_LOG = {
     # Blind round 6.  High in the thread: fourteen frames from the middle of mllama's vision-encoder forward;
     # the CUDA OOM line and the profiling frames above the encoder both fall outside the paste.
     "mllama-vision-encoder-oom-fixed-by-max-num-seqs-16": ("fragmented", "traceback's last line"),
-    # Low: the paste ends four seconds into torch.compile after a 305 s model load; the wrapper's job timeout
-    # the reporter blames fired later, outside the log.
-    "arbor-inference-job-timeout-while-downloading-model": ("slow", "compiling"),
     # Blind round 7.  High in the thread: a worker traceback inside the attention forward; the maintainer's
     # OOM line (hidden behind Ray's deserialisation error) falls past the paste.
     "ray-deserialize-error-hides-gpu-oom-pp2-tp8": ("fragmented", "traceback's last line"),

@@ -260,6 +260,19 @@ def startup_stopped(facts: Facts) -> Verdict | None:
         draft.undecided = "the lines after capture started: a CUDA out-of-memory traceback confirms it"
         draft.step("leave the graphs room, or skip them", "--gpu-memory-utilization 0.9")
         return draft.done()
+    if last.advancing:
+        # The excerpt ends while start-up work still moves: nothing shows a stop, and a thread calling it
+        # "stuck" is most often a start-up longer than the caller expected
+        # (arbor-inference-job-timeout-while-downloading-model: torch.compile under way when the paste ends).
+        draft = Draft(facts, Kind.SLOW, 0.4,
+                      f"slow start-up (likely): the log ends while {last.name} is still advancing ({last.detail}); "
+                      "nothing shows the engine stuck")
+        draft.cite(facts.event_at(last.source, last.line), Role.ROOT_CAUSE, "start-up work still moving at the end")
+        draft.undecided = ("the lines after this point, or a stack capture of the EngineCore now (engdiag snapshot): "
+                           "the same phase still moving means slow; a collective or queue wait means stuck")
+        if (last.seconds or 0) >= 60:
+            _knob_steps(draft, last, last.seconds or 0)
+        return draft.done()
     draft = Draft(facts, Kind.UNKNOWN, 0.35,
                   f"unknown: the log ends during start-up — {last.name} {state} ({last.detail}) — with "
                   "nothing fatal and no sign the server became ready")
