@@ -52,6 +52,10 @@ UNDECIDABLE_FROM_THE_LOG = {
     # High in the thread: AsyncOpenAI's 600 s client timeout and its retry hit a long generation; the
     # excerpt holds only the rollout's AssertionError with the HTTP 400 it got back.
     "verl-async-rollout-openai-600s-timeout-retry-request-already-running": ("slow", "timeout fired"),
+    # Low: the paste ends four seconds into torch.compile after a 305 s model load; the wrapper's job timeout
+    # the reporter blames fired later, outside the log.  A bar or compile still moving at the end of a paste
+    # is no evidence either way (ascend-glm5-w4a8-safetensors-load-hangs-forever froze mid-bar for good).
+    "arbor-inference-job-timeout-while-downloading-model": ("slow", "compiling"),
     # Blind round 6.  High in the thread: fourteen frames from the middle of mllama's vision-encoder forward;
     # the CUDA OOM line and the profiling frames above the encoder both fall outside the paste.
     "mllama-vision-encoder-oom-fixed-by-max-num-seqs-16": ("fragmented", "traceback's last line"),

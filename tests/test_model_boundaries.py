@@ -414,8 +414,8 @@ def test_an_autotune_whose_own_pace_outlasts_the_start_up_default_is_slow_and_a_
     assert verdict.kind.value == "slow" and "kernel autotune" in verdict.headline and "14 min" in verdict.headline
     alone = _AUTOTUNE.format(elapsed="06:58", rate="43.03s/profile").split("\n", 1)[1]
     assert _verdict(tmp_path, alone).kind.value == "slow"  # the projection needs no wait beside it
-    quick = _verdict(tmp_path, _AUTOTUNE.format(elapsed="00:20", rate="1.70s/profile").split("\n", 1)[1])
-    assert "needs about" not in quick.headline and quick.confidence < 0.55  # no projection past the default
+    quick = _AUTOTUNE.format(elapsed="00:20", rate="1.70s/profile").split("\n", 1)[1]
+    assert _verdict(tmp_path, quick).kind.value != "slow"
 
 
 @pytest.mark.parametrize("line", [
@@ -447,12 +447,36 @@ def test_a_launcher_deadline_while_weights_load_is_slow_and_vllms_own_wait_is_no
     assert "platform" not in own.headline and "launcher" not in own.headline
 
 
-def test_a_log_that_ends_while_start_up_work_advances_leans_slow_and_one_that_ends_after_it_does_not(tmp_path):
-    # arbor-inference-job-timeout-while-downloading-model: the paste ends with torch.compile under way
+def test_a_log_that_ends_while_start_up_work_advances_stays_undecided(tmp_path):
+    # arbor-inference-job-timeout-while-downloading-model (slow: torch.compile under way when the paste ends)
+    # and ascend-glm5-w4a8-safetensors-load-hangs-forever (deadlocked: the shard bar froze at 14/99 for good)
+    # end the same way: a bar's last rate says nothing of whether it moved again
     moving = ("INFO 05-02 10:00:00 [model_runner.py:1] Starting to load model meta-llama/Llama-3.1-70B...\n"
               "Loading safetensors checkpoint shards:  40% Completed | 12/30 [02:48<04:12,  14.0s/it]\n")
     verdict = _verdict(tmp_path, moving)
-    assert verdict.kind.value == "slow" and verdict.confidence <= 0.4 and "still advancing" in verdict.headline
-    assert verdict.undecided
-    done = moving.replace("40% Completed | 12/30", "100% Completed | 30/30")
-    assert _verdict(tmp_path, done).kind.value == "unknown"
+    assert verdict.kind.value == "unknown" and "weight loading" in verdict.headline and verdict.undecided
+
+
+_COMM_UP = """\
+(VllmWorkerProcess pid=2602361) INFO 07-12 19:04:18 pynccl.py:63] vLLM is using nccl==2.20.5
+nvidia5:3312182:3312204 [0] NCCL INFO comm 0x5654d4843400 rank 0 nranks 2 cudaDev 0 nvmlDev 2 busId 41000 commId 0x737c - Init COMPLETE
+nvidia5:3312183:3312205 [1] NCCL INFO comm 0x561a161881d0 rank 1 nranks 2 cudaDev 1 nvmlDev 3 busId 61000 commId 0x737c - Init COMPLETE
+"""
+
+
+def test_ranks_whose_log_stops_at_init_complete_are_in_the_warm_up_all_reduce(tmp_path):
+    # xinference-tp2-ada-iommu-p2p-hang-after-nccl-init: pynccl's ncclCommInitRank, then "A small all_reduce
+    # for warmup" that IOMMU-redirected P2P traffic never completes
+    verdict = _verdict(tmp_path, _COMM_UP)
+    assert verdict.kind.value == "deadlocked" and "warm-up all-reduce" in verdict.headline
+    assert any("NCCL_P2P_DISABLE=1" in (step.command or "") for step in verdict.next_steps)
+    later = _COMM_UP + "INFO 07-12 19:04:40 model_runner.py:160] Loading model weights took 17.9828 GB\n"
+    assert _verdict(tmp_path, later).kind.value != "deadlocked"  # the all-reduce passed: weights came next
+
+
+def test_a_log_that_ends_after_v0s_weights_loaded_line_is_a_start_up_not_health(tmp_path):
+    # qwen2-gptq8-2080ti-32k-kv-oom-max-model-len: three ranks' "Loading model weights took 17.98 GB", then
+    # the paste ends (the KV-cache reservation that failed next is past it)
+    line = "(VllmWorkerProcess pid=7) INFO 06-30 18:37:30 model_runner.py:160] Loading model weights took 17.9828 GB\n"
+    verdict = _verdict(tmp_path, line)
+    assert verdict.kind.value == "unknown" and "weight loading finished" in verdict.headline

@@ -26,11 +26,11 @@ from __future__ import annotations
 import math
 
 from engdiag.analysis.draft import Draft
-from engdiag.analysis.facts import Facts
+from engdiag.analysis.facts import Facts, is_startup_work
 from engdiag.analysis.model import Activity
 from engdiag.analysis.phases import ENGINE_READY_DEFAULT_S, NCCL_SETUP
 from engdiag.analysis.verdict import Kind, MemoryKind, Role, Verdict
-from engdiag.logs.events import Memory, Progress, Signal
+from engdiag.logs.events import Memory, Phase, Progress, Signal
 
 
 def _minutes(seconds: float) -> str:
@@ -174,6 +174,17 @@ def _silence_after(facts: Facts, activity: Activity) -> float | None:
     return float(stamped[-1].stamp.key - start.key)  # type: ignore[union-attr]
 
 
+def _stops_at_first_collective(facts: Facts, last: Activity) -> bool:
+    """A multi-rank start-up whose last line is NCCL's ``Init COMPLETE``: ranks are in the first collective."""
+    if last.name != "process-group / NCCL init" or not last.finished or not facts.multi_rank:
+        return False
+    end = facts.event_at(last.source, last.line)
+    if end is None or not (isinstance(end.data, Phase) and end.data.name == "nccl_comm_ready"):
+        return False
+    return not any(is_startup_work(e) for e in facts.after(end)
+                   if not (isinstance(e.data, Phase) and e.data.name == "nccl_comm_ready"))
+
+
 HIGH_UTILIZATION = 0.95
 """A --gpu-memory-utilization this high leaves no headroom for CUDA-graph pools and allocator slack."""
 
@@ -237,6 +248,21 @@ def startup_stopped(facts: Facts) -> Verdict | None:
         draft.step("make every rank reach the rendezvous address (multi-node: a routable IP)",
                    "export VLLM_HOST_IP=$(hostname -I | cut -d' ' -f1)")
         return draft.done()
+    if _stops_at_first_collective(facts, last):
+        # pynccl.py: ncclCommInitRank (NCCL prints "Init COMPLETE"), then "A small all_reduce for warmup" and a
+        # stream sync; the worker's init_device does the same right after the process group comes up.  P2P
+        # traffic that IOMMU / PCIe ACS redirects never arrives, and every rank waits there
+        # (xinference-tp2-ada-iommu-p2p-hang-after-nccl-init: both ranks' Init COMPLETE, then nothing).
+        draft = Draft(facts, Kind.DEADLOCKED, 0.4,
+                      f"deadlocked at start-up (likely): the log stops right after NCCL's communicator came up "
+                      f"({last.detail}); the next step is the warm-up all-reduce every rank must join, where "
+                      "blocked GPU peer-to-peer traffic hangs")
+        draft.cite(facts.event_at(last.source, last.line), Role.ROOT_CAUSE, "the communicator is up; nothing after it")
+        draft.undecided = ("the lines after this point (weight loading starting means the all-reduce passed), or a "
+                           "stack capture (engdiag snapshot) showing ranks inside all_reduce / synchronize")
+        draft.step("as a diagnosis step: if this removes the hang, check IOMMU/ACS and the P2P topology",
+                   "export NCCL_P2P_DISABLE=1")
+        return draft.done()
     if last.name.startswith(HUB_DOWNLOAD):
         # the network is the slow party: start-up goes on once the Hub answers, unless a limit fires first
         # (ci-hf-hub-504-outage-stall-until-harness-timeout: a Hub outage, the harness's timeout killed it)
@@ -259,19 +285,6 @@ def startup_stopped(facts: Facts) -> Verdict | None:
         draft.cite(facts.event_at(last.source, last.line), Role.ROOT_CAUSE, "capture started and never reported its end")
         draft.undecided = "the lines after capture started: a CUDA out-of-memory traceback confirms it"
         draft.step("leave the graphs room, or skip them", "--gpu-memory-utilization 0.9")
-        return draft.done()
-    if last.advancing:
-        # The excerpt ends while start-up work still moves: nothing shows a stop, and a thread calling it
-        # "stuck" is most often a start-up longer than the caller expected
-        # (arbor-inference-job-timeout-while-downloading-model: torch.compile under way when the paste ends).
-        draft = Draft(facts, Kind.SLOW, 0.4,
-                      f"slow start-up (likely): the log ends while {last.name} is still advancing ({last.detail}); "
-                      "nothing shows the engine stuck")
-        draft.cite(facts.event_at(last.source, last.line), Role.ROOT_CAUSE, "start-up work still moving at the end")
-        draft.undecided = ("the lines after this point, or a stack capture of the EngineCore now (engdiag snapshot): "
-                           "the same phase still moving means slow; a collective or queue wait means stuck")
-        if (last.seconds or 0) >= 60:
-            _knob_steps(draft, last, last.seconds or 0)
         return draft.done()
     draft = Draft(facts, Kind.UNKNOWN, 0.35,
                   f"unknown: the log ends during start-up — {last.name} {state} ({last.detail}) — with "

@@ -141,15 +141,18 @@ def _reported(facts: Facts) -> Iterable[Activity]:
     seen: set[str] = set()
     for event in facts.t.of(Signal.STARTUP_PHASE):
         phase = event.data
-        if not isinstance(phase, Phase) or phase.name not in _REPORTED or phase.seconds is None:
+        if not isinstance(phase, Phase) or phase.name not in _REPORTED:
             continue
+        if phase.seconds is None and phase.gib is None:
+            continue  # V0's "Loading model weights took 17.98 GB" has no duration, but says loading finished
         name = _REPORTED[phase.name]
         if name in seen:
             continue
         seen.add(name)
+        took = [f"{phase.seconds:.1f} s"] if phase.seconds is not None else []
+        took += [f"{phase.gib:.2f} GiB"] if phase.gib else []
         yield Activity(name, _proc(event), _minus(event.stamp, phase.seconds), phase.seconds, False, True,
-                       f"reported {phase.seconds:.1f} s" + (f", {phase.gib:.2f} GiB" if phase.gib else ""),
-                       event.source, event.line)
+                       "reported " + ", ".join(took), event.source, event.line)
 
 
 def _capture_started(facts: Facts) -> Iterable[Activity]:
