@@ -480,3 +480,18 @@ def test_a_log_that_ends_after_v0s_weights_loaded_line_is_a_start_up_not_health(
     line = "(VllmWorkerProcess pid=7) INFO 06-30 18:37:30 model_runner.py:160] Loading model weights took 17.9828 GB\n"
     verdict = _verdict(tmp_path, line)
     assert verdict.kind.value == "unknown" and "weight loading finished" in verdict.headline
+
+
+_RCCL = """\
+supllm:402:402 [0] /src/rccl/hipify/src/init.cc:179 NCCL WARN Missing "iommu=pt" from kernel command line which can lead to system instablity or hang!
+supllm:402:402 [0] NCCL INFO RCCL version : 2.22.3-HEAD:271856d
+supllm:461:461 [1] NCCL INFO Bootstrap : Using enp203s0:192.168.100.86<0>
+"""
+
+
+def test_rccls_iommu_warning_before_any_start_up_work_is_a_p2p_hang_and_after_work_it_is_not(tmp_path):
+    # rocm-multi-gpu-rccl-p2p-hang-missing-iommu-pt: RCCL's own warning, then communicator set-up and nothing
+    verdict = _verdict(tmp_path, _RCCL)
+    assert verdict.kind.value == "deadlocked" and "iommu=pt" in verdict.headline
+    loaded = _RCCL + "INFO 07-12 19:04:40 model_runner.py:160] Loading model weights took 17.9828 GB\n"
+    assert _verdict(tmp_path, loaded).kind.value != "deadlocked"

@@ -29,6 +29,7 @@ from engdiag.analysis.draft import Draft
 from engdiag.analysis.facts import Facts, is_startup_work
 from engdiag.analysis.model import Activity
 from engdiag.analysis.phases import ENGINE_READY_DEFAULT_S, NCCL_SETUP
+from engdiag.analysis.signal_kinds import FATAL
 from engdiag.analysis.verdict import Kind, MemoryKind, Role, Verdict
 from engdiag.logs.events import Memory, Phase, Progress, Signal
 
@@ -174,6 +175,32 @@ def _silence_after(facts: Facts, activity: Activity) -> float | None:
     return float(stamped[-1].stamp.key - start.key)  # type: ignore[union-attr]
 
 
+_SET_UP = ("nccl_comm_setup", "nccl_comm_ready", "nccl_communicator_init", "process_group_init")
+
+
+def _p2p_risk_before_any_work(facts: Facts) -> Verdict | None:
+    """RCCL warned that P2P can hang (no ``iommu=pt``), and start-up never got past communicator set-up."""
+    warned = [e for e in facts.t.of(Signal.STARTUP_PHASE) if isinstance(e.data, Phase)
+              and e.data.name.startswith("p2p_risk")]
+    if not warned or facts.t.of(Signal.EXCEPTION, *FATAL):
+        return None
+    if any(is_startup_work(e) and not (isinstance(e.data, Phase) and e.data.name.startswith(_SET_UP))
+           for e in facts.after(warned[0])):
+        return None  # weights loading, compiling...: the collectives it warns about passed
+    draft = Draft(facts, Kind.DEADLOCKED, 0.45,
+                  "deadlocked at start-up (likely): RCCL warns that the kernel command line lacks iommu=pt, "
+                  "which can hang GPU peer-to-peer traffic, and start-up goes no further than setting up the "
+                  "communicators")
+    draft.cite(warned[0], Role.ROOT_CAUSE, "RCCL: \"can lead to system instability or hang\"")
+    draft.undecided = ("the lines after communicator set-up (weight loading means the collectives passed), or a "
+                       "stack capture (engdiag snapshot) showing ranks inside all_reduce")
+    draft.step("as a diagnosis step: if this removes the hang, P2P through the IOMMU is the cause",
+               "export NCCL_P2P_DISABLE=1")
+    draft.step("then add iommu=pt to the kernel command line (GRUB_CMDLINE_LINUX) and reboot, as ROCm's "
+               "multi-GPU set-up requires")
+    return draft.done()
+
+
 def _stops_at_first_collective(facts: Facts, last: Activity) -> bool:
     """A multi-rank start-up whose last line is NCCL's ``Init COMPLETE``: ranks are in the first collective."""
     if last.name != "process-group / NCCL init" or not last.finished or not facts.multi_rank:
@@ -218,6 +245,8 @@ def startup_stopped(facts: Facts) -> Verdict | None:
     """The log ends during start-up, with nothing fatal: not evidence of health, nor of a hang."""
     if facts.t.serving_started or facts.t.of(Signal.SERVER_READY):
         return None
+    if (risky := _p2p_risk_before_any_work(facts)) is not None:
+        return risky
     startup = [a for a in facts.model.activities if a.startup]
     if facts.shm_stalls(workers=True):
         return None

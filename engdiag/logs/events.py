@@ -239,7 +239,7 @@ class Phase:
     def is_work(self) -> bool:
         """False for the API server waiting on the engine and for a guard's setting logged at start-up."""
         return not self.name.startswith(("waiting", "ray_cgraph_configured", "watchdog_configured",
-                                         "platform_limit_configured"))
+                                         "platform_limit_configured", "p2p_risk"))
 
 
 @dataclass(frozen=True, slots=True)

@@ -90,6 +90,10 @@ STARTUP: tuple[Rule, ...] = (
     Rule(Signal.STARTUP_PHASE, "Connected all ", _c(r"^Connected all (?:rings|trees)"), _phase("nccl_comm_setup")),
     Rule(Signal.STARTUP_PHASE, " - Init START", _c(r"\bnranks \d+\b.*? - Init START"), _phase("nccl_comm_setup")),
     Rule(Signal.STARTUP_PHASE, "Init COMPLETE", _c(r"\bnranks \d+\b.*? - Init COMPLETE"), _phase("nccl_comm_ready")),
+    # RCCL's check of the kernel command line (rccl src/init.cc): without iommu=pt, GPU peer-to-peer traffic
+    # on AMD GPUs can hang (rocm-multi-gpu-rccl-p2p-hang-missing-iommu-pt)
+    Rule(Signal.STARTUP_PHASE, 'Missing "iommu=pt"', _c(r'Missing "iommu=pt" from kernel command line'),
+         _phase("p2p_risk iommu=pt missing")),
     Rule(Signal.STARTUP_PHASE, "Loading model weights took", _c(r"Loading model weights took (?P<g>[\d.]+) GB"), _phase("weights_loaded", gib="g")),
     Rule(
         Signal.STARTUP_PHASE,
