@@ -495,3 +495,12 @@ def test_rccls_iommu_warning_before_any_start_up_work_is_a_p2p_hang_and_after_wo
     assert verdict.kind.value == "deadlocked" and "iommu=pt" in verdict.headline
     loaded = _RCCL + "INFO 07-12 19:04:40 model_runner.py:160] Loading model weights took 17.9828 GB\n"
     assert _verdict(tmp_path, loaded).kind.value != "deadlocked"
+
+
+def test_an_exception_naming_memory_is_no_oom_unless_memory_ran_out(tmp_path):
+    # xpu-memory-profiling-assert-equal-free-memory: vLLM's profiling check failed on equal free-memory figures
+    check = _verdict(tmp_path, _DYNAMO.format(ending="AssertionError: Error in memory profiling. Initial free memory "
+                                                     "30.3 GiB, current free memory 30.3 GiB."))
+    assert check.kind.value != "fragmented" and "Error in memory profiling" in check.headline
+    oom = _verdict(tmp_path, _DYNAMO.format(ending="torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"))
+    assert oom.kind.value == "fragmented"

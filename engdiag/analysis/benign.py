@@ -128,6 +128,8 @@ def quiet(facts: Facts) -> Verdict | None:
     if raised:
         # An exception is not health, and alone it does not say which process died or why
         # (pie-vllm-driver-cold-jit-90s-exceeds-60s-shmem-timeout: a ValueError downstream of a killed step).
+        named = [e for e in raised if facts.exception_of(e)]
+        raised = named or raised  # the traceback that ends in its exception says what was raised
         exception = facts.exception_of(raised[0]) or "an exception (its last line is cut off)"
         draft = Draft(facts, Kind.UNKNOWN, 0.3, f"unknown: a process raised {exception[:160]}, and nothing around it "
                                                 "says whether the engine died, hung or was cut off by a guard")
