@@ -15,6 +15,11 @@ from engdiag.timeouts import knobs
 from engdiag.timeouts.advice import capture_advice, probe_advice, recommend_command, timeout_advice
 
 
+P2P_DIAGNOSIS = Step("as a diagnosis step only: if this removes the hang, check IOMMU/ACS and the P2P topology",
+                     "export NCCL_P2P_DISABLE=1")
+"""GPU peer-to-peer traffic that IOMMU / PCIe ACS redirects hangs collectives; turning P2P off tells."""
+
+
 def _names(facts: Facts) -> list[str]:
     return [s.name for s in facts.t.sources]
 
@@ -87,12 +92,7 @@ def next_steps(facts: Facts, kind: Kind, sub_kind: MemoryKind | None, root: Even
             )
         )
         steps.append(Step("rule out CUDA graphs interfering with NCCL", "--enforce-eager"))
-        steps.append(
-            Step(
-                "as a diagnosis step only: if this removes the hang, check IOMMU/ACS and P2P topology",
-                "export NCCL_P2P_DISABLE=1",
-            )
-        )
+        steps.append(P2P_DIAGNOSIS)
     elif kind is Kind.FRAGMENTED:
         steps.extend(_memory_steps(facts, sub_kind))
     elif kind is Kind.CRASHED:

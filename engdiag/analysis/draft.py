@@ -117,8 +117,9 @@ class Draft:
         steps = agree(list(self.steps), lambda: recommendation(self.facts.t, self.kind.value, self.facts.model))
         if self.generic_steps:
             seen = {(s.text, s.command) for s in steps}
+            commands = {s.command for s in steps if s.command}
             for generic in next_steps(self.facts, self.kind, self.sub_kind, self.root):
-                if (generic.text, generic.command) not in seen:
+                if (generic.text, generic.command) not in seen and generic.command not in commands:
                     steps.append(generic)
         return Verdict(
             kind=self.kind,

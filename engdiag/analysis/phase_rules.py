@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 
+from engdiag.analysis.advice import P2P_DIAGNOSIS
 from engdiag.analysis.draft import Draft
 from engdiag.analysis.facts import Facts, is_startup_work
 from engdiag.analysis.model import Activity
@@ -194,8 +195,7 @@ def _p2p_risk_before_any_work(facts: Facts) -> Verdict | None:
     draft.cite(warned[0], Role.ROOT_CAUSE, "RCCL: \"can lead to system instability or hang\"")
     draft.undecided = ("the lines after communicator set-up (weight loading means the collectives passed), or a "
                        "stack capture (engdiag snapshot) showing ranks inside all_reduce")
-    draft.step("as a diagnosis step: if this removes the hang, P2P through the IOMMU is the cause",
-               "export NCCL_P2P_DISABLE=1")
+    draft.step(P2P_DIAGNOSIS.text, P2P_DIAGNOSIS.command)
     draft.step("then add iommu=pt to the kernel command line (GRUB_CMDLINE_LINUX) and reboot, as ROCm's "
                "multi-GPU set-up requires")
     return draft.done()
@@ -272,8 +272,7 @@ def startup_stopped(facts: Facts) -> Verdict | None:
         draft.cite(facts.event_at(last.source, last.line), Role.ROOT_CAUSE, "the last start-up step: ranks meet here")
         draft.undecided = ("whether every rank reached this line (all ranks' logs), or a stack capture "
                            "(engdiag snapshot) showing ranks in init_process_group / ncclCommInitRank")
-        draft.step("as a diagnosis step: if this removes the hang, check IOMMU/ACS and the P2P topology",
-                   "export NCCL_P2P_DISABLE=1")
+        draft.step(P2P_DIAGNOSIS.text, P2P_DIAGNOSIS.command)
         draft.step("make every rank reach the rendezvous address (multi-node: a routable IP)",
                    "export VLLM_HOST_IP=$(hostname -I | cut -d' ' -f1)")
         return draft.done()
@@ -289,8 +288,7 @@ def startup_stopped(facts: Facts) -> Verdict | None:
         draft.cite(facts.event_at(last.source, last.line), Role.ROOT_CAUSE, "the communicator is up; nothing after it")
         draft.undecided = ("the lines after this point (weight loading starting means the all-reduce passed), or a "
                            "stack capture (engdiag snapshot) showing ranks inside all_reduce / synchronize")
-        draft.step("as a diagnosis step: if this removes the hang, check IOMMU/ACS and the P2P topology",
-                   "export NCCL_P2P_DISABLE=1")
+        draft.step(P2P_DIAGNOSIS.text, P2P_DIAGNOSIS.command)
         return draft.done()
     if last.name.startswith(HUB_DOWNLOAD):
         # the network is the slow party: start-up goes on once the Hub answers, unless a limit fires first
