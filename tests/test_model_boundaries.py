@@ -504,3 +504,27 @@ def test_an_exception_naming_memory_is_no_oom_unless_memory_ran_out(tmp_path):
     assert check.kind.value != "fragmented" and "Error in memory profiling" in check.headline
     oom = _verdict(tmp_path, _DYNAMO.format(ending="torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"))
     assert oom.kind.value == "fragmented"
+
+
+def test_a_kv_transfer_peer_that_stops_answering_is_a_lost_peer_and_a_transport_set_up_error_is_not(tmp_path):
+    # lmcache-pd-ucx-tcp-endpoint-timeout, nixl-pd-stale-endpoint-after-decode-restart-kv-stall
+    lost = _verdict(tmp_path, "W0613 08:28:11.555796    7053 ucx_utils.cpp:43] Unexpected UCX error: Endpoint timeout\n"
+                              "ERROR 06-13 08:28:11 [dump_input.py:69] Dumping input data\n")
+    assert lost.kind.value == "deadlocked" and "UCX" in lost.headline
+    assert any("UCX_LOG_LEVEL" in (step.command or "") for step in lost.next_steps)
+    assert not any("NCCL_IB_DISABLE" in (step.command or "") for step in lost.next_steps)
+    # dynamo-2node-disagg-ucx-ibv-create-ah-timeout-nixl-backend-error (other): UCX could not set up at all
+    setup = _verdict(tmp_path, "nixl._bindings.nixlBackendError: NIXL_ERR_BACKEND\n")
+    assert setup.kind.value != "deadlocked"
+
+
+_PROBE = ('2026-08-11T17:08:45.907Z 5m49s Warning Unhealthy pod/launcher-6w58s Liveness probe failed: '
+          'Get "http://10.129.7.110:8001/health": {how}\n')
+
+
+def test_a_probe_refused_at_start_up_found_nothing_listening_and_one_that_timed_out_did_not(tmp_path):
+    # llmd-launcher-liveness-kill-slow-container-start: the container was still starting
+    refused = _verdict(tmp_path, _PROBE.format(how="dial tcp 10.129.7.110:8001: connect: connection refused"))
+    assert refused.kind.value == "slow" and "refused" in refused.headline
+    late = _verdict(tmp_path, _PROBE.format(how="context deadline exceeded (Client.Timeout exceeded while awaiting headers)"))
+    assert "refused" not in late.headline

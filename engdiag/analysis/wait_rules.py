@@ -39,7 +39,7 @@ from engdiag.analysis.waits import (
     worker_work,
     workers_silent_since,
 )
-from engdiag.logs.events import Event, NcclWork, Progress, Rendezvous, Signal, Timeout
+from engdiag.logs.events import Event, NcclWork, Peer, Progress, Rendezvous, Signal, Timeout
 from engdiag.roles import Role as ProcRole
 
 SILENT_ENGINE_S = 90.0
@@ -69,6 +69,10 @@ def _comm_steps(draft: Draft, event: Event) -> None:
                        "export VLLM_HOST_IP=$(hostname -I | cut -d' ' -f1)   # and MASTER_ADDR / --data-parallel-address")
             draft.step("check that every node and rank was launched and can open the port",
                        'nc -vz "$MASTER_ADDR" "${MASTER_PORT:-29500}"')
+    elif signal is Signal.PEER_LOST and isinstance(event.data, Peer) and (event.data.detail or "").startswith(("UCX", "NIXL")):
+        draft.step("check that the other instance is up and reachable for KV transfer (after a restart, "
+                   "restart its peer too: survivors keep the old endpoints)")
+        draft.step("get UCX's account of the endpoint", "export UCX_LOG_LEVEL=debug")
     elif signal is Signal.PEER_LOST:
         draft.step("check the fabric between the nodes (link state, GID index, MTU)", "ibv_devinfo; ibstat")
         draft.step("get NCCL's account of the transport", "export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET")

@@ -37,6 +37,15 @@ WAITS: tuple[Rule, ...] = (
         _c(r"NET/IB ?: ?(?:Got completion from peer (?P<peer>[\w.:]+)(?:<\d+>)? with (?:error|status)[ =]?(?P<st>\w+)|(?P<other>[^\n]*?(?:error|Error|failed)))"),
         lambda m, t: [Peer(peer=m["peer"], detail=f"InfiniBand/RoCE transport error{': ' + m['st'] if m['st'] else ''}")],
     ),
+    # KV-cache transfer between disaggregated prefill and decode instances: UCX's endpoint timeout
+    # (UCS_ERR_ENDPOINT_TIMEOUT, status -80) and NIXL's remote disconnect say the other instance stopped
+    # answering, so the transfer and the request waiting on it never complete
+    # (lmcache-pd-ucx-tcp-endpoint-timeout, nixl-pd-stale-endpoint-after-decode-restart-kv-stall).  A UCX
+    # set-up failure (NIXL_ERR_BACKEND after ibv_create_ah) is no lost peer.
+    Rule(Signal.PEER_LOST, "Endpoint timeout", _c(r"Endpoint timeout"),
+         _const(Peer(detail="UCX: the KV-transfer peer stopped answering (endpoint timeout)"))),
+    Rule(Signal.PEER_LOST, "NIXL_ERR_REMOTE_DISCONNECT", _c(r"NIXL_ERR_REMOTE_DISCONNECT"),
+         _const(Peer(detail="NIXL: the remote agent disconnected"))),
     Rule(
         Signal.PEER_LOST,
         "ncclRemoteError",
