@@ -14,7 +14,6 @@ from engdiag.logs.events import Event, Signal
 from engdiag.timeouts import knobs
 from engdiag.timeouts.advice import capture_advice, probe_advice, recommend_command, timeout_advice
 
-
 P2P_DIAGNOSIS = Step("as a diagnosis step only: if this removes the hang, check IOMMU/ACS and the P2P topology",
                      "export NCCL_P2P_DISABLE=1")
 """GPU peer-to-peer traffic that IOMMU / PCIe ACS redirects hangs collectives; turning P2P off tells."""
