@@ -7,7 +7,8 @@ import re
 from dataclasses import replace
 
 from engdiag.logs.events import Proc, Stamp
-from engdiag.logs.lines import ACCESS, Piece, Shape, make_stamp, process_tag
+from engdiag.logs.lines import ACCESS, Piece, Shape, make_stamp
+from engdiag.logs.tags import process_tag
 
 
 def wrapped_json_record(
