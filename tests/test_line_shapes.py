@@ -228,3 +228,12 @@ def test_vllm_omni_stage_prefix_names_the_stage_and_keeps_the_header():
     assert piece.shape is Shape.VLLM and piece.proc.name == "Stage-0"
     assert piece.stamp == Stamp(12, 30, 3 * 3600 + 34 * 60 + 39)
     assert piece.msg == "Starting stage worker with model: Qwen/Qwen-Image"
+
+
+def test_a_bracketed_utc_stamp_before_a_vllm_record_is_the_wrappers_clock():
+    # vLLM issue 18417's paste: a launcher's "[2025-05-20T05:24:28Z] " before each of vLLM's own lines
+    piece = one("[2025-05-20T05:24:28Z] (VllmWorker rank=0 pid=10229) ERROR 05-19 22:24:28 "
+                "[multiproc_executor.py:522] RuntimeError: CUDA error")
+    assert piece.shape is Shape.VLLM and piece.proc.name == "VllmWorker rank=0" and piece.proc.pid == 10229
+    assert piece.stamp == Stamp(5, 20, 5 * 3600 + 24 * 60 + 28)  # one clock wins: the wrapper's
+    assert piece.msg == "RuntimeError: CUDA error"

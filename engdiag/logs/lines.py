@@ -21,8 +21,8 @@ from engdiag.logs.tags import process_tag
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]|\^\[\[[0-9;]*m|ESC\[[0-9;]*m|\[[0-9;]*[0-9]m")
 _NS_EPOCH = re.compile(r"\d{19} +")
 """Ray Data's nanosecond epoch before a forwarded worker line."""
-_BRACKET_TS = re.compile(r"\[(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:[.,]\d+)?\] +")
-"""``[2026-04-06 23:02:12] `` before NCCL's own lines (launcher wrappers, ``ts``)."""
+_BRACKET_TS = re.compile(r"\[(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\] +")
+"""``[2026-04-06 23:02:12] `` or ``[2025-03-13T08:00:58Z] `` before a line (launcher wrappers, ``ts``)."""
 _PLATFORM = re.compile(
     r"(?P<mon>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) (?P<d>\d\d) +"
     r"(?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:\.\d+)? +\\?\| ?"
