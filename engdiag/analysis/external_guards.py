@@ -40,20 +40,6 @@ def external_guard(facts: Facts) -> Verdict | None:
         draft.step("give the launcher a start-up timeout longer than the server's start-up (minutes for a "
                    "first start that downloads, loads and compiles)")
         return draft.cite_consequences(event).done()
-    if g is not None and g.owner.startswith("platform") and "connection refused" in event.text.lower() \
-            and not facts.served_before(event):
-        # A probe refused at the TCP level found nothing listening: the server had not opened its port yet.
-        # A hung server still accepts connections and answers late or with an error
-        # (llmd-launcher-liveness-kill-slow-container-start: "dial tcp ...:8001: connect: connection refused").
-        draft = Draft(facts, Kind.SLOW, 0.5,
-                      f"slow start-up (likely): the {name} was refused — nothing listened on the port yet, so the "
-                      "server was still starting when the probe gave up on it")
-        draft.cite(event, Role.ROOT_CAUSE, "connection refused: the server's port was not open yet")
-        draft.undecided = ("the server's own log up to the kill: start-up work = slow; a traceback = crashed before "
-                           "it listened")
-        draft.step("give start-up its own probe so liveness only starts once the server is up (in the pod spec: "
-                   "startupProbe: {httpGet: {path: /health, port: 8000}, periodSeconds: 10, failureThreshold: 180})")
-        return draft.cite_consequences(event).done()
     working = [a for a in facts.model.activities if a.advancing or (a.startup and not facts.served_before(event))]
     if working:
         activity = working[-1]
@@ -69,6 +55,20 @@ def external_guard(facts: Facts) -> Verdict | None:
         else:
             draft.step("give the replica longer to answer its health check (in the deployment's code: "
                        "@serve.deployment(health_check_timeout_s=600, health_check_period_s=30))")
+        return draft.cite_consequences(event).done()
+    if g is not None and g.owner.startswith("platform") and "connection refused" in event.text.lower() \
+            and not facts.served_before(event):
+        # A probe refused at the TCP level found nothing listening: the server had not opened its port yet.
+        # A hung server still accepts connections and answers late or with an error
+        # (llmd-launcher-liveness-kill-slow-container-start: "dial tcp ...:8001: connect: connection refused").
+        draft = Draft(facts, Kind.SLOW, 0.5,
+                      f"slow start-up (likely): the {name} was refused — nothing listened on the port yet, so the "
+                      "server was still starting when the probe gave up on it")
+        draft.cite(event, Role.ROOT_CAUSE, "connection refused: the server's port was not open yet")
+        draft.undecided = ("the server's own log up to the kill: start-up work = slow; a traceback = crashed before "
+                           "it listened")
+        draft.step("give start-up its own probe so liveness only starts once the server is up (in the pod spec: "
+                   "startupProbe: {httpGet: {path: /health, port: 8000}, periodSeconds: 10, failureThreshold: 180})")
         return draft.cite_consequences(event).done()
     if g is not None and g.owner == "platform" and not facts.served_before(event):
         # A start-up limit outside vLLM, nothing else in the excerpt: such limits are set by people who
