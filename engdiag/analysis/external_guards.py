@@ -20,6 +20,9 @@ from engdiag.analysis.facts import Facts
 from engdiag.analysis.verdict import Kind, Role, Verdict
 from engdiag.logs.events import Signal
 
+STARTUP_PROBE = ("give start-up its own probe so liveness only starts once the server is up (in the pod spec: "
+                 "startupProbe: {httpGet: {path: /health, port: 8000}, periodSeconds: 10, failureThreshold: 180})")
+"""A probe that starts only after start-up: Kubernetes' answer to a liveness probe shorter than a start-up."""
 MIN_STARTUP_S = 60.0
 """No vLLM server becomes ready faster: importing torch, loading any model and warming up take this long."""
 
@@ -50,8 +53,7 @@ def external_guard(facts: Facts) -> Verdict | None:
         draft.cite(facts.event_at(activity.source, activity.line), Role.SUPPORTING, "the engine was working")
         draft.cite(event, Role.ROOT_CAUSE, "a guard outside vLLM, shorter than the work")
         if g is not None and g.owner.startswith("platform"):
-            draft.step("give start-up its own probe so liveness only starts once the server is up (in the pod spec: "
-                       "startupProbe: {httpGet: {path: /health, port: 8000}, periodSeconds: 10, failureThreshold: 180})")
+            draft.step(STARTUP_PROBE)
         else:
             draft.step("give the replica longer to answer its health check (in the deployment's code: "
                        "@serve.deployment(health_check_timeout_s=600, health_check_period_s=30))")
@@ -67,8 +69,7 @@ def external_guard(facts: Facts) -> Verdict | None:
         draft.cite(event, Role.ROOT_CAUSE, "connection refused: the server's port was not open yet")
         draft.undecided = ("the server's own log up to the kill: start-up work = slow; a traceback = crashed before "
                            "it listened")
-        draft.step("give start-up its own probe so liveness only starts once the server is up (in the pod spec: "
-                   "startupProbe: {httpGet: {path: /health, port: 8000}, periodSeconds: 10, failureThreshold: 180})")
+        draft.step(STARTUP_PROBE)
         return draft.cite_consequences(event).done()
     if g is not None and g.owner == "platform" and not facts.served_before(event):
         # A start-up limit outside vLLM, nothing else in the excerpt: such limits are set by people who
