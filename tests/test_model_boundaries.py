@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 
 from engdiag.analysis.analyze import analyze
+from engdiag.logs.lines import pieces
+from engdiag.logs.records import Join, joins
 
 
 def _verdict(tmp_path, text: str):
@@ -528,3 +530,104 @@ def test_a_probe_refused_at_start_up_found_nothing_listening_and_one_that_timed_
     assert refused.kind.value == "slow" and "refused" in refused.headline
     late = _verdict(tmp_path, _PROBE.format(how="context deadline exceeded (Client.Timeout exceeded while awaiting headers)"))
     assert "refused" not in late.headline
+
+
+_GLOG_WATCHDOG = ("(ActorModelRayActor pid=207260, ip=10.0.1.75) [E ProcessGroupNCCL.cpp:475] [Rank 3] Watchdog caught "
+                  "collective operation timeout: WorkNCCL(SeqNum=385\n"
+                  "6, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800268 milliseconds "
+                  "before timing out.\n")
+
+
+def test_a_glog_line_cut_at_the_paste_width_keeps_its_tail_and_a_line_of_its_own_stays_apart(tmp_path):
+    # openrlhf-vllm-weight-sync-group-docker-bridge-ip-unreachable: a paste wrapped at 150 columns
+    wrapped = _verdict(tmp_path, _GLOG_WATCHDOG)
+    assert wrapped.kind.value == "deadlocked" and "#3856" in wrapped.headline
+    # a C++ frame after a glog line starts a word: a line of its own, not the glog line's tail
+    glog = pieces("[E ProcessGroupNCCL.cpp:475] [Rank 3] Some NCCL operations have failed or timed out. Due to the "
+                  "asynchronous nature of CUDA kernels, subsequent GPU operations", 1)[0]
+    assert joins(glog, pieces("frame #0: c10::Error::Error(c10::SourceLocation) + 0x57", 2)[0]) is None
+    assert joins(glog, pieces("6, OpType=ALLREDUCE, NumelIn=1)", 2)[0]) is Join.WRAP
+
+
+_STORE = ("(RayWorkerVllm pid=207931, ip=10.0.1.75) [E socket.cpp:922] [c10d] The client socket has timed out after "
+          "{limit} while trying to connect to (172.17.0.2, 44737).\n")
+
+
+@pytest.mark.parametrize("limit", ["1800s", "1800000ms"])
+def test_a_store_nobody_answers_is_an_unsatisfiable_rendezvous_in_seconds_or_milliseconds(tmp_path, limit):
+    # openrlhf-vllm-weight-sync-group-docker-bridge-ip-unreachable: the store sat on a docker-bridge address
+    verdict = _verdict(tmp_path, _STORE.format(limit=limit))
+    assert verdict.kind.value == "deadlocked" and "172.17.0.2" in verdict.headline
+
+
+_FREE_CHECK = ("ValueError: Free memory on device cuda:3 (173.8/178.35 GiB) on startup is less than{wrap}"
+               "desired GPU memory utilization (0.98, 174.78 GiB). Decrease GPU memory utilization or\n"
+               "reduce GPU memory used by other processes.\n")
+
+
+@pytest.mark.parametrize("wrap", [" ", "\n"])
+def test_less_free_memory_than_the_utilization_asks_for_is_exhaustion_with_a_share_that_fits(tmp_path, wrap):
+    # eks-lws-ep16-decode-gpu-util-098-unreachable: 0.98 asked, 0.974 free; the paste wrapped at a word
+    verdict = _verdict(tmp_path, _FREE_CHECK.format(wrap=wrap))
+    assert verdict.kind.value == "fragmented" and "gpu-memory-utilization" in verdict.headline
+    assert verdict.next_steps[0].command == "--gpu-memory-utilization 0.96"
+    # the KV cache not fitting after the weights keeps its own reading
+    kv = _verdict(tmp_path, "ValueError: No available memory for the cache blocks. Try increasing "
+                            "`gpu_memory_utilization` when initializing the engine.\n")
+    assert kv.kind.value == "fragmented" and "after the weights" in kv.headline
+
+
+_SLEEP = "INFO 02-25 19:13:26 worker.py:133] Sleep mode freed {freed} GiB memory, {kept} GiB memory is still in use.\n"
+
+
+def test_sleep_that_freed_almost_nothing_kept_the_memory_and_one_that_freed_it_is_healthy(tmp_path):
+    # sleep-mode-frees-0gib-with-expandable-segments: expandable segments kept 63 GiB out of sleep's reach
+    kept = _verdict(tmp_path, _SLEEP.format(freed="0.00", kept="63.15") * 2)
+    assert kept.kind.value == "fragmented" and "not released" in kept.headline
+    assert any(step.command == "unset PYTORCH_CUDA_ALLOC_CONF" for step in kept.next_steps)
+    assert _verdict(tmp_path, _SLEEP.format(freed="61.90", kept="1.25")).kind.value == "healthy"
+
+
+_READ = """\
+(EngineCore_DP0 pid=224) ERROR 03-03 10:59:11 [core.py:938]   File "/w/vllm/distributed/device_communicators/shm_broadcast.py", line 536, in acquire_read
+(EngineCore_DP0 pid=224) ERROR 03-03 10:59:11 [core.py:938]     {raised}
+(EngineCore_DP0 pid=224) ERROR 03-03 10:59:11 [core.py:938] {ending}
+"""
+
+
+def test_a_shm_read_that_timed_out_is_the_step_guard_and_one_that_failed_otherwise_is_not(tmp_path):
+    # ascend-dsv32-a2-dual-node-rpc-timeout-acl-graph: the executor's read of the workers' answer, past its limit
+    timed_out = _verdict(tmp_path, _READ.format(raised="raise TimeoutError", ending="TimeoutError"))
+    assert "step timeout" in timed_out.headline and timed_out.kind.value != "crashed"
+    failed = _verdict(tmp_path, _READ.format(raised="raise RuntimeError(\"cancelled\")", ending="RuntimeError: cancelled"))
+    assert "step timeout" not in failed.headline
+
+
+def _channels(pids: tuple[int, ...]) -> str:
+    return "".join(f"host:{pid}:{pid + 400} [{rank}] NCCL INFO Channel 0{c}/0 : {rank}[{rank}] -> {1 - rank}[{1 - rank}] "
+                   f"via P2P/CUMEM\n" for c in range(4) for rank, pid in enumerate(pids))
+
+
+def test_ranks_that_stop_after_connecting_p2p_channels_are_stuck_and_one_ranks_line_or_later_work_is_not(tmp_path):
+    # tp2-nccl-allreduce-hang-p2p-cumem-sanity-check: both ranks' channels, then nothing
+    both = _verdict(tmp_path, _channels((820398, 820399)))
+    assert both.kind.value == "deadlocked" and "P2P" in both.headline
+    assert any(step.command == "export NCCL_P2P_DISABLE=1" for step in both.next_steps)
+    assert _verdict(tmp_path, _channels((820398,))).kind.value == "unknown"
+    later = _verdict(tmp_path, _channels((820398, 820399)) + "Loading safetensors checkpoint shards:  50% Completed | 1/2 "
+                                                           "[00:03<00:03,  3.1s/it]\n")
+    assert later.kind.value != "deadlocked"
+
+
+_INIT = ("(VllmWorker rank={r} pid=10{r}) INFO 10-25 02:18:30 [parallel_state.py:1165] world_size=4 rank={r} "
+         "local_rank={r} distributed_init_method=tcp://127.0.0.1:4567 backend=hccl\n")
+_ASSIGNED = ("(VllmWorker rank={r} pid=10{r}) INFO 10-25 02:18:40 [parallel_state.py:1208] rank {r} in world size 4 is "
+             "assigned as DP rank 0, PP rank 0, TP rank {r}, EP rank {r}\n")
+
+
+def test_ranks_that_were_assigned_their_groups_finished_distributed_set_up_and_ranks_still_joining_did_not(tmp_path):
+    joining = "".join(_INIT.format(r=r) for r in range(4))
+    assert _verdict(tmp_path, joining).kind.value == "deadlocked"
+    # ascend-a2-default-262k-max-model-len-stuck-dist-init: every group was up; what stopped next is in no line
+    assigned = _verdict(tmp_path, joining + "".join(_ASSIGNED.format(r=r) for r in range(4)))
+    assert assigned.kind.value == "unknown" and "finished" in assigned.headline

@@ -95,6 +95,7 @@ RULES: tuple[Callable[[Facts], Verdict | None], ...] = (
     phase_rules.slow_startup,
     memory.died_allocating,
     memory.died_after_sizing,
+    memory.sleep_kept_memory,
     crashes.other_fatal,
     stalls.stack_in_compile,
     stalls.stack_in_launch,

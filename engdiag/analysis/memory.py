@@ -17,6 +17,7 @@ Domain facts encoded here (docs/verdicts.md, "Memory"):
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 
 from engdiag.analysis.draft import Draft
 from engdiag.analysis.facts import KV_HIGH_PCT, Facts
@@ -70,10 +71,26 @@ def oom(facts: Facts, root: Event) -> Verdict:
     return draft.cite_consequences(root).done()
 
 
+_FREE_OF_TOTAL = re.compile(r"\((?P<free>[\d.]+)/(?P<total>[\d.]+) GiB\)")
+"""vLLM's start-up check: "Free memory on device (free/total GiB) on startup is less than desired …"."""
+
+
 def kv_cache_does_not_fit(facts: Facts, root: Event) -> Verdict:
     """The KV cache does not fit in what the weights leave: exhaustion at start-up."""
-    draft = Draft(facts, Kind.FRAGMENTED, 0.85,
-                  "GPU memory exhausted at start-up: the KV cache does not fit in what is left after the weights")
+    if "desired GPU memory utilization" in root.text:
+        # vLLM's start-up check (v1/worker/utils.py request_memory, gpu_worker.py init_device): the share asked
+        # for exceeds what is free before anything loads; waiting never frees it
+        # (eks-lws-ep16-decode-gpu-util-098-unreachable: 0.98 of a B200, the CUDA context and EFA took the rest)
+        draft = Draft(facts, Kind.FRAGMENTED, 0.85,
+                      "GPU memory exhausted at start-up: less GPU memory is free than --gpu-memory-utilization asks "
+                      "for (another process or the engine's own CUDA context holds the rest)")
+        free = _FREE_OF_TOTAL.search(root.text)
+        share = float(free["free"]) / float(free["total"]) - 0.01 if free and float(free["total"]) > 0 else 0.9
+        draft.step("ask for a share the free memory covers, or free the GPU first (nvidia-smi shows who holds it)",
+                   f"--gpu-memory-utilization {max(share, 0.1):.2f}")
+    else:
+        draft = Draft(facts, Kind.FRAGMENTED, 0.85,
+                      "GPU memory exhausted at start-up: the KV cache does not fit in what is left after the weights")
     draft.sub_kind = MemoryKind.EXHAUSTION
     return draft.cite(root, Role.ROOT_CAUSE).cite_consequences(root).done()
 
@@ -190,3 +207,34 @@ def died_after_sizing(facts: Facts) -> Verdict | None:
     draft.undecided = "the traceback's last line: torch.OutOfMemoryError confirms it"
     draft.step("leave more of the GPU to everything else on it", "--gpu-memory-utilization 0.8")
     return draft.done()
+
+
+SLEEP_FREED_SHARE = 0.1
+"""Sleep releases the weights and the KV cache, nearly all a GPU holds; under a tenth of it freed is a failure."""
+
+
+def sleep_kept_memory(facts: Facts) -> Verdict | None:
+    """Sleep mode that freed almost nothing: the memory it exists to hand back stays held.
+
+    Sleep releases what vLLM allocated through its CuMemAllocator pool; memory allocated around that pool
+    (PyTorch's expandable segments) stays, and the trainer or model that counted on it runs out
+    (sleep-mode-frees-0gib-with-expandable-segments: 0.00 GiB freed, 63.15 GiB still in use).
+    """
+    figures = [e for e in facts.t.of(Signal.MEMORY) if isinstance(e.data, Memory)]
+    for freed, held in pairwise(figures):
+        if not (freed.data.name == "sleep_freed" and held.data.name == "sleep_still_in_use"  # type: ignore[union-attr]
+                and freed.line == held.line):
+            continue
+        gone, kept = freed.data.value, held.data.value  # type: ignore[union-attr]
+        if kept >= 1.0 and gone < SLEEP_FREED_SHARE * (gone + kept):
+            draft = Draft(facts, Kind.FRAGMENTED, 0.5,
+                          f"GPU memory not released: sleep mode freed {gone:.2f} GiB and left {kept:.2f} GiB in use — "
+                          "what was meant to be handed back (to a trainer, another model) is still held")
+            draft.sub_kind = MemoryKind.EXHAUSTION
+            draft.cite(freed, Role.ROOT_CAUSE, "sleep released almost nothing")
+            draft.undecided = "the allocator settings of the vLLM process (PYTORCH_CUDA_ALLOC_CONF)"
+            draft.step("sleep mode cannot release memory PyTorch's expandable segments allocated: start vLLM "
+                       "without expandable_segments in PYTORCH_CUDA_ALLOC_CONF", "unset PYTORCH_CUDA_ALLOC_CONF")
+            return draft.done()
+    return None
+

@@ -33,6 +33,7 @@ from engdiag.analysis.phases import ENGINE_READY_DEFAULT_S, NCCL_SETUP
 from engdiag.analysis.signal_kinds import FATAL
 from engdiag.analysis.verdict import Kind, MemoryKind, Role, Verdict
 from engdiag.logs.events import Memory, Phase, Progress, Signal
+from engdiag.logs.patterns.startup import P2P_CHANNEL
 
 
 def _minutes(seconds: float) -> str:
@@ -212,6 +213,24 @@ def _stops_at_first_collective(facts: Facts, last: Activity) -> bool:
                    if not (isinstance(e.data, Phase) and e.data.name == "nccl_comm_ready"))
 
 
+def _stops_connecting_p2p(facts: Facts, last: Activity) -> bool:
+    """Two or more ranks' last lines connect channels to peer GPUs "via P2P", and nothing follows.
+
+    NCCL connects channels during set-up, or lazily in the first collective (runtime connect, 2.22+); once
+    several ranks have connected theirs, the next thing is data crossing the P2P link, which IOMMU / PCIe ACS
+    can block for good (tp2-nccl-allreduce-hang-p2p-cumem-sanity-check: both ranks' channels, then nothing;
+    "stuck at the NCCL allreduce", the maintainer's reading).  One rank's channel line alone is set-up the
+    paste caught under way.
+    """
+    if last.name != "process-group / NCCL init" or last.finished:
+        return False
+    end = facts.event_at(last.source, last.line)
+    if end is None or not (isinstance(end.data, Phase) and end.data.name == P2P_CHANNEL):
+        return False
+    channels = [e for e in facts.t.of(Signal.STARTUP_PHASE) if isinstance(e.data, Phase) and e.data.name == P2P_CHANNEL]
+    return len({e.proc for e in channels if e.proc is not None}) >= 2
+
+
 HIGH_UTILIZATION = 0.95
 """A --gpu-memory-utilization this high leaves no headroom for CUDA-graph pools and allocator slack."""
 
@@ -275,6 +294,16 @@ def startup_stopped(facts: Facts) -> Verdict | None:
         draft.step(P2P_DIAGNOSIS.text, P2P_DIAGNOSIS.command)
         draft.step("make every rank reach the rendezvous address (multi-node: a routable IP)",
                    "export VLLM_HOST_IP=$(hostname -I | cut -d' ' -f1)")
+        return draft.done()
+    if _stops_connecting_p2p(facts, last):
+        draft = Draft(facts, Kind.DEADLOCKED, 0.4,
+                      "deadlocked at start-up (likely): the log stops while NCCL connects channels to peer GPUs "
+                      "via P2P, where the first data crosses the link; blocked GPU peer-to-peer traffic hangs "
+                      "every rank there")
+        draft.cite(facts.event_at(last.source, last.line), Role.ROOT_CAUSE, "the last channel set up; nothing after it")
+        draft.undecided = ("the lines after this point (\"Connected all rings\", \"Init COMPLETE\" or weight loading "
+                           "mean the link works), or a stack capture (engdiag snapshot) showing ranks in all_reduce")
+        draft.step(P2P_DIAGNOSIS.text, P2P_DIAGNOSIS.command)
         return draft.done()
     if _stops_at_first_collective(facts, last):
         # pynccl.py: ncclCommInitRank (NCCL prints "Init COMPLETE"), then "A small all_reduce for warmup" and a

@@ -25,6 +25,7 @@ from engdiag.logs.events import (
     Stamp,
     Stats,
 )
+from engdiag.logs.patterns.startup import RANKS_ASSIGNED
 from engdiag.timeouts.knobs import ENGINE_READY
 from engdiag.units import plural
 
@@ -229,8 +230,11 @@ def _process_group(facts: Facts) -> Iterable[Activity]:
     if not lines:
         return
     inits = [e for e in lines if e.data.name.startswith("process_group_init")]  # type: ignore[union-attr]
+    inits = [e for e in inits if e.data.name != RANKS_ASSIGNED] or inits  # type: ignore[union-attr]
     later = [e for e in facts.after(lines[-1]) if is_startup_work(e) and isinstance(e.data, (Phase, Progress))]
     end = later[0] if later else lines[-1]
+    # every group is up once a rank says which ranks it was assigned (parallel_state.py)
+    assigned = isinstance(lines[-1].data, Phase) and lines[-1].data.name == RANKS_ASSIGNED
     if inits:
         method = inits[0].data.name.split(" ", 1)[-1]  # type: ignore[union-attr]
     elif any(e.data.name == "nccl_communicator_init" for e in lines):  # type: ignore[union-attr]
@@ -239,7 +243,7 @@ def _process_group(facts: Facts) -> Iterable[Activity]:
         method = NCCL_SETUP
     count = len(inits) if inits else len({e.proc for e in lines if e.proc is not None} or {None})
     yield _activity("process-group / NCCL init", lines[0], end, seconds=_span(lines[0], end), advancing=False,
-                    finished=bool(later), detail=f"{plural(count, 'rank')} at {method}")
+                    finished=bool(later) or assigned, detail=f"{plural(count, 'rank')} at {method}")
 
 
 def _autotune(facts: Facts) -> Iterable[Activity]:

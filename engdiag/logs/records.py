@@ -35,6 +35,8 @@ _WRAP_WIDTH = 80
 """A bare line after a line at least this wide may be its hard-wrapped tail."""
 _WRAP_STARTS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789,.;:)]}%")
 """How a hard-wrapped tail starts: mid-word or mid-sentence, never a new statement."""
+_GLOG_TAIL_STARTS = frozenset("0123456789,.;:)]}%")
+"""How the hard-wrapped tail of a glog line starts: mid-number or mid-list."""
 _WRAP_ENDS = frozenset(",:;=([{-")
 """How a line cut mid-sentence ends: a separator that promises more."""
 
@@ -53,8 +55,13 @@ def tracebackish(msg: str) -> bool:
 
 def joins(prev: Piece, cur: Piece) -> Join | None:
     """How ``cur`` continues the record that ``prev`` belongs to, if it does."""
-    if cur.shape in _OWN_RECORD or prev.shape in _OWN_RECORD:
+    if cur.shape in _OWN_RECORD:
         return None
+    if prev.shape in _OWN_RECORD:
+        # a paste cut at a fixed width splits glog lines too ("WorkNCCL(SeqNum=385" | "6, OpType=…":
+        # openrlhf-vllm-weight-sync-group-docker-bridge-ip-unreachable); a tail that starts a word may be a
+        # line of its own ("frame #0: …"), so only a tail starting with a digit or punctuation joins
+        return Join.WRAP if prev.shape is Shape.GLOG and cur.msg[:1] in _GLOG_TAIL_STARTS and _hard_wrapped(prev, cur) else None
     blank = not cur.msg.strip()
     prev_blank = not prev.msg.strip()
     if cur.shape is Shape.VLLM:

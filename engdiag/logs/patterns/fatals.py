@@ -62,6 +62,13 @@ def _step_wait(guard: str) -> Builder:
 _TIMEOUT_ERRORS = {"TimeoutError", "RayChannelTimeoutError", "GetTimeoutError"}
 
 
+def _timed_out_read(match: re.Match[str], text: str) -> Iterable[Payload]:
+    """A read of the workers' answer that ended in TimeoutError (a cut-off one says nothing)."""
+    ending = last_exception(text[match.end() :])
+    if ending is not None and ending.split(":")[0].split(".")[-1] == "TimeoutError":
+        yield Timeout(call="execute_model", guard="vllm-step")
+
+
 _ALLOCATING_FRAMES = (
     (re.compile(r"(?:\bin |\.)(?:determine_num_available_blocks|determine_available_memory|profile_run)\b"),
      "the memory-profiling run, which holds the largest batch it will ever see"),
@@ -289,6 +296,11 @@ STALLS_TIMEOUTS_FATALS: tuple[Rule, ...] = (
     ),
     Rule(Signal.RPC_TIMEOUT, "_wait_for_response", _c(r"in _wait_for_response\b"), _step_wait("vllm-step")),
     Rule(Signal.RPC_TIMEOUT, "worker_response_mq.dequeue(", _c(r"worker_response_mq\.dequeue\("), _step_wait("vllm-step")),
+    # the same wait one level down, when a paste starts below the executor's frame: shm_broadcast's
+    # MessageQueue.acquire_read raises a bare TimeoutError only for a reader given a limit — the executor
+    # reading the workers' answer to a step; workers read their queue with no limit
+    # (ascend-dsv32-a2-dual-node-rpc-timeout-acl-graph)
+    Rule(Signal.RPC_TIMEOUT, "in acquire_read", _c(r"shm_broadcast\.py\", line \d+, in acquire_read\b"), _timed_out_read),
     Rule(Signal.RPC_TIMEOUT, "_dag_output_fetcher.read(", _c(r"_dag_output_fetcher\.read\("), _step_wait("ray-cgraph")),
     # the same read seen lower in the traceback, when a paste starts below the executor's frame
     # (v0102-ray-tp8-pp4-batch-queue-regression-raychannel-read-timeout)

@@ -146,8 +146,8 @@ MEMORY: tuple[Rule, ...] = (
     Rule(
         Signal.MEMORY,
         "Sleep mode freed",
-        _c(r"Sleep mode freed (?P<f>[\d.]+) GiB memory"),
-        _memory(("sleep_freed", "f", "GiB")),
+        _c(r"Sleep mode freed (?P<f>[\d.]+) GiB memory(?:, (?P<u>[\d.]+) GiB memory is still in use)?"),
+        _memory(("sleep_freed", "f", "GiB"), ("sleep_still_in_use", "u", "GiB")),
     ),
     Rule(Signal.CUDA_OOM, "out of memory", _c(r"(?:CUDA|HIP) out of memory|CUDA (?:driver )?error: out of memory"), _oom),
     # Other accelerators' allocation failures: torch_npu "NPU out of memory", Ascend's runtime
@@ -201,7 +201,9 @@ MEMORY: tuple[Rule, ...] = (
         "Maximum concurrency for",
         _c(r"Maximum concurrency for [\d,]+ tokens per request: 0\.00x"),
     ),
-    Rule(Signal.KV_CACHE_INSUFFICIENT, "is less than desired GPU memory utilization", _c(r"is less than desired GPU memory utilization")),
+    # a paste wrapped at a word drops the space ("is less than" | "desired GPU memory utilization (0.98, …":
+    # eks-lws-ep16-decode-gpu-util-098-unreachable), so the literal is the half after the usual break
+    Rule(Signal.KV_CACHE_INSUFFICIENT, "desired GPU memory utilization", _c(r"is less than ?desired GPU memory utilization")),
     Rule(
         Signal.PREEMPTION,
         "is preempted by",

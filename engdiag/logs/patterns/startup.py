@@ -62,6 +62,12 @@ def _config(match: re.Match[str], text: str) -> Iterable[Payload]:
         yield config
 
 
+P2P_CHANNEL = "nccl_comm_setup p2p channel"
+"""NCCL connecting a channel to a peer GPU over PCIe / NVLink peer-to-peer."""
+RANKS_ASSIGNED = "process_group_init rank assignment"
+"""A rank's groups are all set up (initialize_model_parallel's last line)."""
+
+
 STARTUP: tuple[Rule, ...] = (
     # start-up ------------------------------------------------------------------------
     Rule(Signal.VERSION, "Initializing a V1 LLM engine", _c(r"Initializing a V1 LLM engine \((?P<v>[^)\s]+)\)"), _version("V1")),
@@ -86,7 +92,10 @@ STARTUP: tuple[Rule, ...] = (
     # NCCL's own set-up lines (NCCL_DEBUG=INFO) while ncclCommInitRank runs: channels, rings, "Init START";
     # "Init COMPLETE" ends it.  Set-up takes seconds (hami-libvgpu-tp2-nccl-init-stall-fused-line-waiting-engine:
     # the last worker output is "NCCL INFO Channel 01/0 :", then 90 s of the API server waiting).
-    Rule(Signal.STARTUP_PHASE, "Channel ", _c(r"^Channel \d+/\d+ ?:"), _phase("nccl_comm_setup")),
+    # a channel to a peer GPU "via P2P/CUMEM" (or P2P/IPC, P2P/direct pointer) is where blocked peer-to-peer
+    # traffic first bites (tp2-nccl-allreduce-hang-p2p-cumem-sanity-check)
+    Rule(Signal.STARTUP_PHASE, "Channel ", _c(r"^Channel \d+/\d+ ?:(?P<p2p>[^\n]*? via P2P\b)?"),
+         lambda m, t: [Phase(P2P_CHANNEL if m["p2p"] else "nccl_comm_setup")]),
     Rule(Signal.STARTUP_PHASE, "Connected all ", _c(r"^Connected all (?:rings|trees)"), _phase("nccl_comm_setup")),
     Rule(Signal.STARTUP_PHASE, " - Init START", _c(r"\bnranks \d+\b.*? - Init START"), _phase("nccl_comm_setup")),
     Rule(Signal.STARTUP_PHASE, "Init COMPLETE", _c(r"\bnranks \d+\b.*? - Init COMPLETE"), _phase("nccl_comm_ready")),
@@ -147,6 +156,15 @@ STARTUP: tuple[Rule, ...] = (
         "distributed_init_method=",
         _c(r"world_size=(?P<w>\d+) rank=(?P<r>\d+) local_rank=\d+ distributed_init_method=(?P<m>\S+)"),
         lambda m, t: [Phase(f"process_group_init {m['m']}"), ParallelConfig(nranks=int(m["w"]))],
+    ),
+    # the end of initialize_model_parallel (parallel_state.py, 0.10+): "rank 2 in world size 4 is assigned as DP
+    # rank 0, PP rank 0, TP rank 2, EP rank 2" — every group of this rank is set up
+    # (ascend-a2-default-262k-max-model-len-stuck-dist-init: four ranks' lines, then nothing)
+    Rule(
+        Signal.STARTUP_PHASE,
+        "is assigned as DP rank",
+        _c(r"\brank \d+ in world size (?P<w>\d+) is assigned as DP rank"),
+        lambda m, t: [Phase(RANKS_ASSIGNED), ParallelConfig(nranks=int(m["w"]))],
     ),
     Rule(
         Signal.STARTUP_PHASE,

@@ -79,8 +79,12 @@ WAITS: tuple[Rule, ...] = (
     Rule(
         Signal.RENDEZVOUS_FAILED,
         "while trying to connect to",
-        _c(r"timed out after (?P<ms>\d+)ms while trying to connect to \((?P<addr>[^)]*)\)"),
-        lambda m, t: [Rendezvous(limit_s=int(m["ms"]) / 1000, address=m["addr"].replace(" ", ""), what="store")],
+        # torch's c10d socket.cpp: "The client socket has timed out after 600000ms while trying to connect to
+        # (host, port)"; older releases print the limit in seconds ("after 1800s":
+        # openrlhf-vllm-weight-sync-group-docker-bridge-ip-unreachable, a store on an unreachable bridge address)
+        _c(r"timed out after (?P<n>\d+)(?P<unit>ms|s) while trying to connect to \((?P<addr>[^)\n]*)\)?"),
+        lambda m, t: [Rendezvous(limit_s=int(m["n"]) / (1000 if m["unit"] == "ms" else 1),
+                                 address=m["addr"].replace(" ", "").rstrip(","), what="store")],
     ),
     # A traceback through the rendezvous itself: torch's init_process_group raised inside
     # ``store, rank, world_size = next(rendezvous_iterator)`` (distributed_c10d.py), i.e. the store never
