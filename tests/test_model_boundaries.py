@@ -631,3 +631,40 @@ def test_ranks_that_were_assigned_their_groups_finished_distributed_set_up_and_r
     # ascend-a2-default-262k-max-model-len-stuck-dist-init: every group was up; what stopped next is in no line
     assigned = _verdict(tmp_path, joining + "".join(_ASSIGNED.format(r=r) for r in range(4)))
     assert assigned.kind.value == "unknown" and "finished" in assigned.headline
+
+
+_DEAD = """\
+INFO 02-14 08:44:26 engine.py:275] Added request chatcmpl-4fb9.
+CRITICAL 02-14 08:44:33 launcher.py:101] MQLLMEngine is already dead, terminating server process
+(VllmWorkerProcess pid=614) ERROR 02-14 08:44:33 multiproc_worker_utils.py:242] Exception in worker VllmWorkerProcess while processing method start_worker_execution_loop.
+(VllmWorkerProcess pid=614) ERROR 02-14 08:44:33 multiproc_worker_utils.py:242] Traceback (most recent call last):
+"""
+
+
+def test_an_engine_death_whose_traceback_lost_its_last_line_is_undecided_and_one_that_names_it_is_a_crash(tmp_path):
+    # r1-awq-a800-gpu-util-097-oom-mqllmengine-dead: the worker's OOM line fell past the paste
+    cut = _verdict(tmp_path, _DEAD)
+    assert cut.kind.value == "unknown" and "cut off" in cut.headline and "last line" in cut.undecided
+    frame = ('(VllmWorkerProcess pid=614) ERROR 02-14 08:44:33 multiproc_worker_utils.py:242]   File "/v/worker.py", '
+             'line 9, in execute\n')
+    named = _verdict(tmp_path, _DEAD + frame + "(VllmWorkerProcess pid=614) ERROR 02-14 08:44:33 "
+                                               "multiproc_worker_utils.py:242] KeyError: 'seq_group'\n")
+    assert named.kind.value == "crashed" and "KeyError" in named.headline
+    # a cut traceback after a named one is only where the paste ends
+    # (ampere-fp8-kv-chunked-prefill-triton-crash-rpc-unhealthy: the client's traceback after the engine's)
+    later = _verdict(tmp_path, _DEAD + frame + "(VllmWorkerProcess pid=614) ERROR 02-14 08:44:33 "
+                                               "multiproc_worker_utils.py:242] KeyError: 'seq_group'\n"
+                     + "ERROR 02-14 08:44:34 client.py:412] Traceback (most recent call last):\n")
+    assert later.kind.value == "crashed"
+
+
+_BANNER = ("INFO 11-30 09:49:17 llm_engine.py:72] Initializing an LLM engine with config: model='m', "
+           "tokenizer='m', dtype=torch.float16, max_seq_len=4096, tensor_parallel_size={tp}, seed=0)\n")
+
+
+def test_a_multi_gpu_launch_with_nothing_after_it_suggests_the_p2p_check_and_a_one_gpu_launch_does_not(tmp_path):
+    # ray-tp2-model-load-stuck-after-engine-init-p2p: NCCL_P2P_DISABLE=1 let it load
+    for tp, wanted in ((2, True), (1, False)):
+        verdict = _verdict(tmp_path, _BANNER.format(tp=tp))
+        assert verdict.kind.value == "unknown"
+        assert any(step.command == "export NCCL_P2P_DISABLE=1" for step in verdict.next_steps) is wanted

@@ -83,6 +83,17 @@ def other_fatal(facts: Facts) -> Verdict | None:
         return None
     root = fatal[0]
     exception = next((facts.exception_of(e) for e in fatal if facts.exception_of(e)), None)
+    cut = _cut_traceback(facts) if exception is None else None
+    if cut is not None:
+        # the dying process's own error is there but its last line is not: out of memory, a CUDA error and a
+        # timeout all end such a traceback (r1-awq-a800-gpu-util-097-oom-mqllmengine-dead: a worker's traceback
+        # cut after its first line, then "MQLLMEngine is already dead"; the thread's cause was an OOM)
+        draft = Draft(facts, Kind.UNKNOWN, 0.35, "unknown: the engine died after a process raised, and the "
+                      "exception's name is cut off — running out of memory, a CUDA error or a timeout all end this way")
+        draft.cite(cut, Role.ROOT_CAUSE, "a process raised here; the exception line is cut off")
+        draft.cite(root, Role.CONSEQUENCE)
+        draft.undecided = "the traceback's last line (the exception's name), in the full log"
+        return draft.done()
     headline = "crashed: the engine died with " + (exception[:160] if exception else "an error (no timeout, no OOM)")
     if root.signal is Signal.NCCL_ABORT and not exception:
         headline = "crashed: the NCCL watchdog tore the engine process down after a GPU error (no collective timed out)"
@@ -101,3 +112,18 @@ def other_fatal(facts: Facts) -> Verdict | None:
                            "could read: its own traceback, or the host's OOM killer (dmesg), is the root cause")
         draft.undecided = "the engine core's own last lines, and `dmesg -T | grep -i -e oom -e killed` on the host"
     return draft.cite_consequences(root).done()
+
+
+def _cut_traceback(facts: Facts) -> Event | None:
+    """The first traceback in the log, when the paste cut off its exception line and none before it named one.
+
+    A cut traceback after a named one is only where the paste ends
+    (ampere-fp8-kv-chunked-prefill-triton-crash-rpc-unhealthy: the client's traceback, after the engine's).
+    """
+    for event in facts.t.of(Signal.EXCEPTION, Signal.WORKER_EXCEPTION, Signal.PROCESS_EXCEPTION):
+        if facts.exception_of(event):
+            return None
+        if "Traceback (most recent call last)" in event.text:
+            return event
+    return None
+

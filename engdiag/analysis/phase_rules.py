@@ -254,6 +254,10 @@ def _launched_only(facts: Facts) -> Verdict | None:
     draft.cite(facts.t.last_progress or facts.events[-1], Role.CONTEXT, "the last line")
     draft.undecided = ("the lines after launch, or a stack capture of the engine now (engdiag snapshot): weight "
                        "loading or compiling means slow start-up; a rendezvous or collective wait means stuck")
+    if facts.multi_rank:
+        # several GPUs' first collectives come right after launch; a P2P hang stops there with no line
+        # (tp4-openai-server-startup-stall-nccl-p2p, ray-tp2-model-load-stuck-after-engine-init-p2p)
+        draft.step(P2P_DIAGNOSIS.text, P2P_DIAGNOSIS.command)
     return draft.done()
 
 
