@@ -136,6 +136,11 @@ def _hard_lines() -> list[str]:
         "timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600001 milliseconds",
         "host:12:34 [0] NCCL INFO Init COMPLETE rank 0 nranks 2",
         "(EngineCore_DP0) INFO 01-01 00:00:11 [core.py:1] Shutting down FastAPI HTTP server.",
+        ("Jan  1 00:00:12 host unit[140343]: #033[1;36m(VllmWorker rank=3 pid=140343)#033[0;0m Traceback (most "
+         "recent call last):"),
+        ('Jan  1 00:00:12 host unit[140343]: #033[1;36m(VllmWorker rank=3 pid=140343)#033[0;0m   File "/x.py", '
+         "line 1, in f"),
+        "Jan  1 00:00:12 host unit[140343]: #033[1;36m(VllmWorker rank=3 pid=140343)#033[0;0m OSError: gone",
     ]
     return [head.replace("ERROR", "INFO") + "vLLM API server version 0.9.0", *traceback, *stampless, *new_year,
             huge, after_huge, impossible, *prefixed]

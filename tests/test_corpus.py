@@ -194,7 +194,8 @@ READ_OTHERWISE = {
     # Blind round 13, read otherwise with the reason:
     "rayexecutorv2-dp-idle-shm-warning-gloo-timeout":
         "a gloo recv that timed out at its full 30 min is a peer that never sent (deadlocked); the reporter's "
-        "closing word that the engine sat idle after upstream errors, so nothing was stuck, is in no line",
+        "closing word that the engine sat idle is in no line: the 600 s shared-memory waits before it carry no "
+        "process tag, so whether an idle worker or a blocked engine core waited is not shown",
     "areal-vllm-paused-after-disk-weight-update-rollout-hang":
         "the one vLLM line is an idle engine (0 running, 0 waiting); the pause that kept the trainer's requests "
         "out is in no line, so the engine's own log reads healthy",

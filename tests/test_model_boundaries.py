@@ -668,3 +668,18 @@ def test_a_multi_gpu_launch_with_nothing_after_it_suggests_the_p2p_check_and_a_o
         verdict = _verdict(tmp_path, _BANNER.format(tp=tp))
         assert verdict.kind.value == "unknown"
         assert any(step.command == "export NCCL_P2P_DISABLE=1" for step in verdict.next_steps) is wanted
+
+
+def test_a_worker_exception_named_in_its_own_message_or_in_markdown_bold_is_named(tmp_path):
+    # vLLM issue 6276 (0.5's "Exception in worker … while processing method X: <error>, Traceback …") and
+    # issue 8613 (a reporter who set the exception line in bold)
+    inline = _verdict(tmp_path, "ERROR 07-10 09:23:56 multiproc_worker_utils.py:226] Exception in worker "
+                                "VllmWorkerProcess while processing method initialize_cache: [Errno 2] No such file "
+                                "or directory: '/c/fused_moe_kernel.json.tmp', Traceback (most recent call last):\n")
+    assert "[Errno 2] No such file or directory" in inline.headline
+    bold = _verdict(tmp_path, "ERROR 09-19 10:53:38 async_llm_engine.py:63] Traceback (most recent call last):\n"
+                              'ERROR 09-19 10:53:38 async_llm_engine.py:63]   File "/v/model.py", line 3, in forward\n'
+                              "ERROR 09-19 10:53:38 async_llm_engine.py:63] **RuntimeError: mat1 and mat2 shapes "
+                              "cannot be multiplied (1x5120 and 4096x4096)**\n")
+    assert "RuntimeError: mat1 and mat2 shapes cannot be multiplied (1x5120 and 4096x4096)" in bold.headline
+    assert "**" not in bold.headline

@@ -216,3 +216,26 @@ def test_the_json_formatters_asctime_gives_the_year(tmp_path):
         '"processName": "EngineCore", "process": 9, "message": "EngineCore encountered a fatal error."}\n')
     doc = _json("analyze", str(log))
     assert doc["timeline"]["fatal"]["time"] == "05-01 14:30:00" and doc["timeline"]["fatal"]["year"] == 2026
+
+
+# ---- journald / syslog ------------------------------------------------------------------------
+
+
+_JOURNAL = "Apr  3 17:38:{s} langmodel52 langmodel[140343]: #033[1;36m(VllmWorker rank=3 pid=140343)#033[0;0m {msg}"
+
+
+@pytest.mark.parametrize("scanner", SCANNERS)
+def test_a_log_read_through_journald_or_syslog_keeps_its_records_and_times(tmp_path, scanner):
+    # vLLM issue 16030: `journalctl -u` output, rsyslog's #033 for ESC, a worker's traceback
+    lines = [_JOURNAL.format(s="56", msg="INFO 04-03 17:38:56 [gpu_model_runner.py:1] Model loading took 9.1 GiB"),
+             _JOURNAL.format(s="57", msg="Traceback (most recent call last):"),
+             _JOURNAL.format(s="57", msg='  File "/opt/vllm/v1/structured_output/backend_xgrammar.py", line 40, in f'),
+             _JOURNAL.format(s="57", msg="    import xgrammar"),
+             _JOURNAL.format(s="57", msg="OSError: xgrammar.so: cannot open shared object file: No such file or "
+                                         "directory")]
+    log = tmp_path / "journal.log"
+    log.write_text("\n".join(lines) + "\n")
+    verdict = _json("analyze", str(log), env={"ENGDIAG_SCANNER": scanner})["verdict"]
+    assert "OSError: xgrammar.so: cannot open shared object file" in verdict["headline"]
+    root = verdict["evidence"][0]
+    assert root["time"] == "04-03 17:38:57" and "#033" not in root["text"] and "langmodel52" not in root["text"]

@@ -115,15 +115,13 @@ def other_fatal(facts: Facts) -> Verdict | None:
 
 
 def _cut_traceback(facts: Facts) -> Event | None:
-    """The first traceback in the log, when the paste cut off its exception line and none before it named one.
+    """The first traceback in the log, when no traceback in it names an exception (the paste cut them off).
 
-    A cut traceback after a named one is only where the paste ends
-    (ampere-fp8-kv-chunked-prefill-triton-crash-rpc-unhealthy: the client's traceback, after the engine's).
+    A cut traceback beside a named one is only where the paste ends, or a paste whose blank lines split
+    one traceback into pieces (ampere-fp8-kv-chunked-prefill-triton-crash-rpc-unhealthy: the client's
+    traceback after the engine's; vLLM issue 12899, double-spaced).
     """
-    for event in facts.t.of(Signal.EXCEPTION, Signal.WORKER_EXCEPTION, Signal.PROCESS_EXCEPTION):
-        if facts.exception_of(event):
-            return None
-        if "Traceback (most recent call last)" in event.text:
-            return event
-    return None
-
+    raised = facts.t.of(Signal.EXCEPTION, Signal.WORKER_EXCEPTION, Signal.PROCESS_EXCEPTION)
+    if any(facts.exception_of(e) for e in raised):
+        return None
+    return next((e for e in raised if "Traceback (most recent call last)" in e.text), None)

@@ -18,7 +18,7 @@ from enum import Enum
 from engdiag.logs.events import Proc, Stamp
 from engdiag.logs.tags import process_tag
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]|\^\[\[[0-9;]*m|ESC\[[0-9;]*m|\[[0-9;]*[0-9]m")
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]|\^\[\[[0-9;]*m|(?:ESC|#033)\[[0-9;]*m|\[[0-9;]*[0-9]m")
 _NS_EPOCH = re.compile(r"\d{19} +")
 """Ray Data's nanosecond epoch before a forwarded worker line."""
 _BRACKET_TS = re.compile(r"\[(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\] +")
@@ -28,6 +28,12 @@ _PLATFORM = re.compile(
     r"(?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:\.\d+)? +\\?\| ?"
 )
 """Hosting platforms' console prefix: ``May 01  14:38:18.434 | ...`` (``\\|`` when pasted from a table)."""
+_SYSLOG = re.compile(
+    r"(?P<mon>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +(?P<d>\d\d?) "
+    r"(?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:\.\d+)? \S+ [^\s:\[\]]+(?:\[\d+\])?: "
+)
+"""journald's and syslog's prefix: ``Apr  3 17:38:57 host unit[140343]: ...`` (``journalctl``'s short format;
+rsyslog spells ESC as ``#033``: vLLM issue 16030)."""
 _QUOTE = re.compile(r"(?:> ?)+")
 _PYTEST_E = re.compile(r"E {1,4}(?=\()")
 """pytest's failure prefix before a captured process line (``E   (EngineCore pid=9) ...``)."""
@@ -298,6 +304,10 @@ def _outer_prefix(text: str) -> tuple[str, Stamp | None]:
         stamp = make_stamp(_MONTHS.index(match["mon"]) + 1, int(match["d"]), int(match["h"]), int(match["mi"]),
                            int(match["s"]))
         return text[match.end() :].replace("\\|", "|"), stamp
+    if text[:3] in _MONTHS and (match := _SYSLOG.match(text)) is not None:
+        stamp = make_stamp(_MONTHS.index(match["mon"]) + 1, int(match["d"]), int(match["h"]), int(match["mi"]),
+                           int(match["s"]))
+        return text[match.end() :], stamp
     return text, None
 
 

@@ -37,13 +37,14 @@ def _i(value: str | None) -> int | None:
 
 
 _EXCEPTION_LINE = re.compile(
-    r"^\s*((?:[A-Za-z_][\w.]*\.)?[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit)\b(?:\([\w.]+\))?(?::.*)?"
+    r"^\s*(?:\*\*|`)?((?:[A-Za-z_][\w.]*\.)?[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit)\b(?:\([\w.]+\))?(?::.*)?"
     r"|(?:[a-z_]\w*\.)+[A-Z]\w*(?:\([\w.]+\))?:(?: .*)?)$",
     re.MULTILINE,
 )
 """A traceback's last line: a class named ``…Error`` (optionally module-qualified), or any module-qualified
 class (``torch._dynamo.exc.Unsupported: Graph break …``, issue 8066), each optionally with Ray's wrapped cause
-(``ray.exceptions.RayTaskError(ValueError): …``)."""
+(``ray.exceptions.RayTaskError(ValueError): …``), and a paste may set it in markdown bold or code
+(``**RuntimeError: mat1 and mat2 shapes cannot be multiplied**``, vLLM issue 8613)."""
 
 
 def last_exception(text: str) -> str | None:
@@ -51,7 +52,7 @@ def last_exception(text: str) -> str | None:
     found = None
     for found in _EXCEPTION_LINE.finditer(text):  # keep the last
         pass
-    return found.group(1).strip()[:300] if found else None
+    return found.group(1).strip().rstrip("*`").strip()[:300] if found else None
 
 
 def _failure(name: str) -> Builder:

@@ -161,8 +161,11 @@ STALLS_TIMEOUTS_FATALS: tuple[Rule, ...] = (
     Rule(Signal.ENGINE_DEAD, "Engine loop is not running", _c(r"Engine loop is not running")),
     Rule(Signal.WORKER_EXCEPTION, "WorkerProc hit an exception", _c(r"WorkerProc hit an exception"), _failure("worker")),
     Rule(Signal.WORKER_EXCEPTION, "Worker failed with error", _c(r"Worker failed with error '?(?P<e>[^'\n]{0,300})"), lambda m, t: [Failure(exception=m["e"], name="worker")]),
-    Rule(Signal.WORKER_EXCEPTION, "Exception in worker", _c(r"Exception in worker (?P<w>\S+) while processing method (?P<m>\w+)"),
-         lambda m, t: [Failure(exception=last_exception(t), name=m["w"])]),
+    # 0.5–0.6 print the error in the message itself: "... while processing method initialize_cache: [Errno 2] No
+    # such file or directory: '…', Traceback (most recent call last):" (vLLM issue 6276)
+    Rule(Signal.WORKER_EXCEPTION, "Exception in worker",
+         _c(r"Exception in worker (?P<w>\S+) while processing method (?P<m>\w+)(?:: (?P<e>.+?)(?:, Traceback \(|$))?"),
+         lambda m, t: [Failure(exception=last_exception(t) or (m["e"] or "").strip()[:300] or None, name=m["w"])]),
     Rule(
         Signal.WORKER_DIED,
         "died unexpectedly",
