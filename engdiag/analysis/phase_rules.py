@@ -231,6 +231,15 @@ def _stops_connecting_p2p(facts: Facts, last: Activity) -> bool:
     return len({e.proc for e in channels if e.proc is not None}) >= 2
 
 
+def _p2p_hang(facts: Facts, last: Activity, where: str, note: str, undecided: str) -> Verdict:
+    """Ranks stopped where the first data crosses the GPU peer-to-peer link: deadlocked, low confidence."""
+    draft = Draft(facts, Kind.DEADLOCKED, 0.4, f"deadlocked at start-up (likely): {where}")
+    draft.cite(facts.event_at(last.source, last.line), Role.ROOT_CAUSE, note)
+    draft.undecided = undecided
+    draft.step(P2P_DIAGNOSIS.text, P2P_DIAGNOSIS.command)
+    return draft.done()
+
+
 HIGH_UTILIZATION = 0.95
 """A --gpu-memory-utilization this high leaves no headroom for CUDA-graph pools and allocator slack."""
 
@@ -300,29 +309,23 @@ def startup_stopped(facts: Facts) -> Verdict | None:
                    "export VLLM_HOST_IP=$(hostname -I | cut -d' ' -f1)")
         return draft.done()
     if _stops_connecting_p2p(facts, last):
-        draft = Draft(facts, Kind.DEADLOCKED, 0.4,
-                      "deadlocked at start-up (likely): the log stops while NCCL connects channels to peer GPUs "
-                      "via P2P, where the first data crosses the link; blocked GPU peer-to-peer traffic hangs "
-                      "every rank there")
-        draft.cite(facts.event_at(last.source, last.line), Role.ROOT_CAUSE, "the last channel set up; nothing after it")
-        draft.undecided = ("the lines after this point (\"Connected all rings\", \"Init COMPLETE\" or weight loading "
-                           "mean the link works), or a stack capture (engdiag snapshot) showing ranks in all_reduce")
-        draft.step(P2P_DIAGNOSIS.text, P2P_DIAGNOSIS.command)
-        return draft.done()
+        return _p2p_hang(facts, last,
+                         "the log stops while NCCL connects channels to peer GPUs via P2P, where the first data "
+                         "crosses the link; blocked GPU peer-to-peer traffic hangs every rank there",
+                         "the last channel set up; nothing after it",
+                         "the lines after this point (\"Connected all rings\", \"Init COMPLETE\" or weight loading "
+                         "mean the link works), or a stack capture (engdiag snapshot) showing ranks in all_reduce")
     if _stops_at_first_collective(facts, last):
         # pynccl.py: ncclCommInitRank (NCCL prints "Init COMPLETE"), then "A small all_reduce for warmup" and a
         # stream sync; the worker's init_device does the same right after the process group comes up.  P2P
         # traffic that IOMMU / PCIe ACS redirects never arrives, and every rank waits there
         # (xinference-tp2-ada-iommu-p2p-hang-after-nccl-init: both ranks' Init COMPLETE, then nothing).
-        draft = Draft(facts, Kind.DEADLOCKED, 0.4,
-                      f"deadlocked at start-up (likely): the log stops right after NCCL's communicator came up "
-                      f"({last.detail}); the next step is the warm-up all-reduce every rank must join, where "
-                      "blocked GPU peer-to-peer traffic hangs")
-        draft.cite(facts.event_at(last.source, last.line), Role.ROOT_CAUSE, "the communicator is up; nothing after it")
-        draft.undecided = ("the lines after this point (weight loading starting means the all-reduce passed), or a "
-                           "stack capture (engdiag snapshot) showing ranks inside all_reduce / synchronize")
-        draft.step(P2P_DIAGNOSIS.text, P2P_DIAGNOSIS.command)
-        return draft.done()
+        return _p2p_hang(facts, last,
+                         f"the log stops right after NCCL's communicator came up ({last.detail}); the next step is "
+                         "the warm-up all-reduce every rank must join, where blocked GPU peer-to-peer traffic hangs",
+                         "the communicator is up; nothing after it",
+                         "the lines after this point (weight loading starting means the all-reduce passed), or a "
+                         "stack capture (engdiag snapshot) showing ranks inside all_reduce / synchronize")
     if last.name.startswith(HUB_DOWNLOAD):
         # the network is the slow party: start-up goes on once the Hub answers, unless a limit fires first
         # (ci-hf-hub-504-outage-stall-until-harness-timeout: a Hub outage, the harness's timeout killed it)
