@@ -683,3 +683,15 @@ def test_a_worker_exception_named_in_its_own_message_or_in_markdown_bold_is_name
                               "cannot be multiplied (1x5120 and 4096x4096)**\n")
     assert "RuntimeError: mat1 and mat2 shapes cannot be multiplied (1x5120 and 4096x4096)" in bold.headline
     assert "**" not in bold.headline
+
+
+def test_a_line_wrapped_before_a_space_or_inside_a_name_keeps_its_tail_and_a_traceback_line_stays_a_line():
+    # chunked-prefill-n8-swap-preemption-storm pasted at 120 columns: the stats line cut before " Running"
+    stats = pieces("INFO 06-16 21:24:15 metrics.py:341] Avg prompt throughput: 2706.1 tokens/s, Avg generation "
+                   "throughput: 13395.4 tokens/s,", 1)[0]
+    assert joins(stats, pieces(" Running: 34 reqs, Swapped: 100 reqs, Pending: 9832 reqs", 2)[0]) is Join.WRAP
+    preempted = pieces("WARNING 06-16 21:24:15 scheduler.py:1089] Sequence group 165 is preempted by "
+                       "PreemptionMode.SWAP mode because there is not enough KV cache space. Increase tensor_parallel", 3)[0]
+    assert joins(preempted, pieces("_size to provide more KV cache memory. total_num_cumulative_preemption=151", 4)[0]) \
+        is Join.WRAP
+    assert joins(stats, pieces('  File "/v/engine.py", line 3, in step', 5)[0]) is Join.TRACEBACK

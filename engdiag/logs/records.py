@@ -33,7 +33,7 @@ _CHAINED = ("The above exception was", "During handling of the above exception")
 _OWN_RECORD = (Shape.BAR, Shape.ACCESS, Shape.GLOG, Shape.NCCL)
 _WRAP_WIDTH = 80
 """A bare line after a line at least this wide may be its hard-wrapped tail."""
-_WRAP_STARTS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789,.;:)]}%")
+_WRAP_STARTS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_,.;:)]}%")
 """How a hard-wrapped tail starts: mid-word or mid-sentence, never a new statement."""
 _GLOG_TAIL_STARTS = frozenset("0123456789,.;:)]}%")
 """How the hard-wrapped tail of a glog line starts: mid-number or mid-list."""
@@ -78,9 +78,21 @@ def joins(prev: Piece, cur: Piece) -> Join | None:
         return Join.TRACEBACK
     if prev_blank:
         return None
+    if _word_wrapped(prev, cur):
+        return Join.WRAP
     if tracebackish(cur.msg):
         return Join.TRACEBACK
     return Join.WRAP if _hard_wrapped(prev, cur) else None
+
+
+def _word_wrapped(prev: Piece, cur: Piece) -> bool:
+    """A long line cut just before a space: the tail keeps that one space (``tokens/s,`` | `` Running: 34``).
+
+    A traceback indents by two or more (``  File``, ``    code``), so one space then a word is a wrap.
+    """
+    msg = cur.msg
+    return (cur.shape is Shape.BARE and cur.proc is None and prev.width >= _WRAP_WIDTH
+            and msg[:1] == " " and msg[1:2] not in ("", " ", "\t"))
 
 
 def _hard_wrapped(prev: Piece, cur: Piece) -> bool:
