@@ -181,8 +181,8 @@ def main() -> None:
     try:
         for shape in args.shapes.split(","):
             path = folder / f"{shape}.log"
-            if not path.exists():
-                generate(path, shape, args.size_mib)
+            if not path.exists() or path.stat().st_size < args.size_mib << 20:
+                generate(path, shape, args.size_mib)  # a kept file smaller than asked for is made again
             warm(path)
             size = path.stat().st_size / (1 << 20)
             out = folder / "grep.out"
@@ -196,7 +196,7 @@ def main() -> None:
                                                        {"ENGDIAG_SCANNER": backend, "PYTHONPATH": str(other)})
             if not args.no_gzip:
                 packed = folder / f"{shape}.log.gz"
-                if not packed.exists():
+                if not packed.exists() or packed.stat().st_mtime < path.stat().st_mtime:
                     with path.open("rb") as raw, gzip.open(packed, "wb", compresslevel=6) as target:
                         shutil.copyfileobj(raw, target, 1 << 22)
                 warm(packed)
