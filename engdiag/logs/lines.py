@@ -300,14 +300,11 @@ def _outer_prefix(text: str) -> tuple[str, Stamp | None]:
     if text[:2] == "[2" and (match := _BRACKET_TS.match(text)) is not None:
         year, *rest = (int(g) for g in match.groups())
         return text[match.end() :], make_stamp(*rest, calendar=year)
-    if text[:3] in _MONTHS and (match := _PLATFORM.match(text)) is not None:
+    if text[:3] in _MONTHS and (match := _PLATFORM.match(text) or _SYSLOG.match(text)) is not None:
         stamp = make_stamp(_MONTHS.index(match["mon"]) + 1, int(match["d"]), int(match["h"]), int(match["mi"]),
                            int(match["s"]))
-        return text[match.end() :].replace("\\|", "|"), stamp
-    if text[:3] in _MONTHS and (match := _SYSLOG.match(text)) is not None:
-        stamp = make_stamp(_MONTHS.index(match["mon"]) + 1, int(match["d"]), int(match["h"]), int(match["mi"]),
-                           int(match["s"]))
-        return text[match.end() :], stamp
+        rest = text[match.end() :]
+        return (rest.replace("\\|", "|") if match.re is _PLATFORM else rest), stamp
     return text, None
 
 
