@@ -23,6 +23,7 @@ from engdiag.logs.engines import active_backend
 from engdiag.logs.events import Event, Signal, Stamp
 from engdiag.logs.inputs import LogInput, count_lines, expand, file_size, is_plain, open_input, read_lines
 from engdiag.logs.lines import first_stamp
+from engdiag.logs.paste import dedented, file_indent, input_indent
 from engdiag.logs.scan import LineScanner, SourceSummary
 from engdiag.logs.split import cut_points
 from engdiag.logs.window import Window, past_until, since_start, stream_tail, tail_start
@@ -61,13 +62,15 @@ def _first_stamp(log: LogInput) -> Stamp | None:
     if not log.seekable:
         return None  # a pipe can be read once: no peeking
     with open_input(log) as opened:
-        return first_stamp(line for _, line in islice(read_lines(opened.stream, log.name), _PEEK_LINES))
+        indent, stream = input_indent(opened.stream, opened.plain)
+        return first_stamp(line for _, line in islice(read_lines(dedented(stream, indent), log.name), _PEEK_LINES))
 
 
-def _lines(log: LogInput, stream: BinaryIO, plain: bool, window: Window) -> Iterator[tuple[int, str]]:
-    """The numbered lines of an input, limited to the window."""
+def _lines(log: LogInput, stream: BinaryIO, plain: bool, window: Window, indent: bytes
+           ) -> Iterator[tuple[int, str]]:
+    """The numbered lines of an input (without the paste's ``indent``), limited to the window."""
     if window.empty:
-        return read_lines(stream, log.name)
+        return read_lines(dedented(stream, indent), log.name)
     if plain and log.path is not None:
         start = 0
         if window.tail_lines is not None or window.tail_bytes is not None:
@@ -75,8 +78,8 @@ def _lines(log: LogInput, stream: BinaryIO, plain: bool, window: Window) -> Iter
         if window.since is not None:
             start = max(start, since_start(log.path, window.since))
         stream.seek(start)
-        return read_lines(stream, log.name, first_line=count_lines(log.path, start) + 1)
-    return stream_tail(read_lines(stream, log.name), window)
+        return read_lines(dedented(stream, indent), log.name, first_line=count_lines(log.path, start) + 1)
+    return stream_tail(read_lines(dedented(stream, indent), log.name), window)
 
 
 def _how(log: LogInput, plain: bool, layers: tuple[str, ...], window: Window) -> str | None:
@@ -112,14 +115,14 @@ def scan_input(
         how = _how(log, opened.plain, opened.layers, window)
         if how is not None and note is not None:
             note(how)
-        stream = opened.stream
+        indent, stream = input_indent(opened.stream, opened.plain)
         if window.empty and backend != "lines":
             report = None if progress is None else (lambda done: progress(log.name, done, total))
-            bulk_scan(stream, scanner, backend, sink, progress=report, count=count)
+            bulk_scan(dedented(stream, indent), scanner, backend, sink, progress=report, count=count)
             for event in scanner.finish():
                 sink(event)
             return scanner.summary
-        for lineno, line in _lines(log, stream, opened.plain, window):
+        for lineno, line in _lines(log, stream, opened.plain, window, indent):
             for event in scanner.feed(lineno, line):
                 if not timed or window.keeps(event.stamp):
                     sink(event)
@@ -235,7 +238,7 @@ def _parallel_worth_it(log: LogInput, jobs: int, window: Window) -> bool:
     if jobs < 2 or not window.empty:
         return False
     size = file_size(log)
-    return size is not None and size >= PARALLEL_MIN_BYTES and is_plain(log)
+    return size is not None and size >= PARALLEL_MIN_BYTES and is_plain(log) and not file_indent(log.path)
 
 
 def default_jobs() -> int:

@@ -145,7 +145,7 @@ def text_encoding(head: bytes) -> str | None:
     return None
 
 
-class _Prepended(io.RawIOBase):
+class Prepended(io.RawIOBase):
     """The bytes already read from a stream, then the rest of it (to look at a pipe's head)."""
 
     def __init__(self, head: bytes, source: BinaryIO) -> None:
@@ -234,7 +234,7 @@ def unwrap(stream: BinaryIO, name: str) -> tuple[BinaryIO, list[str]]:
     layers: list[str] = []
     while True:
         head = read_head(stream)
-        stream = io.BufferedReader(_Prepended(head, stream), buffer_size=CHUNK)  # type: ignore[assignment]
+        stream = io.BufferedReader(Prepended(head, stream), buffer_size=CHUNK)  # type: ignore[assignment]
         codec = codec_of(head)
         if codec is None:
             break

@@ -1,0 +1,114 @@
+"""Undo the indentation a paste gave every line of a log.
+
+A log pasted as a markdown code block indented by four spaces, or quoted inside an indented list item,
+carries the same leading whitespace on every line.  Left in place it hides what is read only at a line's
+start (a quote's ``>`` before NCCL's lines, kubectl's stamp) and makes the tail of a hard-wrapped line
+(``    : 0 reqs, Pending: 0 reqs, GPU KV cache usage: 5.3%``) look like an indented continuation, so the
+stats line it ends is never read.  The whitespace every non-blank line of
+the input's head shares is removed from each line that starts with it.  A log never indents all of its
+lines: a pasted traceback keeps its own indentation, because its ``Traceback (most recent call last):``
+line (or any header) is not indented, so nothing is shared.  A paste cut from inside one indented block
+(a traceback's frames, a py-spy dump) loses only what all its lines share: their order and relative
+indentation stay, and every corpus case of that shape gets the same verdict either way.
+
+Line numbers are kept (only bytes within lines go), so evidence still points at the line the user sees.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+from typing import BinaryIO
+
+from engdiag.logs.unzip import CHUNK, Prepended, read_head
+
+HEAD_BYTES = 64 << 10
+"""Bytes of an input's head in which the shared indentation is looked for."""
+_WHITESPACE = b" \t"
+
+
+def shared_indent(head: bytes, whole: bool) -> bytes:
+    """The leading whitespace every non-blank line of ``head`` shares.
+
+    ``whole``: ``head`` is the entire input (else its last, possibly cut, line is not looked at).
+    """
+    lines = head.split(b"\n")
+    if not whole:
+        lines = lines[:-1]
+    lines = [line.rstrip(b"\r") for line in lines if line.strip()]
+    if not lines or lines[0][:1] not in (b" ", b"\t"):
+        return b""
+    common = os.path.commonprefix(lines)
+    indent = common[: len(common) - len(common.lstrip(_WHITESPACE))]
+    return indent
+
+
+def input_indent(stream: BinaryIO, seekable: bool) -> tuple[bytes, BinaryIO]:
+    """The paste's indentation (``shared_indent`` of the head) and the stream to read from its start.
+
+    A seekable stream is rewound; a pipe gets its head put back in front of the rest.
+    """
+    head = read_head(stream, HEAD_BYTES)
+    if seekable:
+        stream.seek(0)
+    else:
+        stream = io.BufferedReader(Prepended(head, stream), buffer_size=CHUNK)  # type: ignore[assignment]
+    return shared_indent(head, len(head) < HEAD_BYTES), stream
+
+
+def file_indent(path: Path | None) -> bytes:
+    """``shared_indent`` of a plain file's head (a byte range of an indented paste cannot be read alone)."""
+    if path is None:
+        return b""
+    with open(path, "rb") as handle:
+        head = read_head(handle, HEAD_BYTES)
+    return shared_indent(head, len(head) < HEAD_BYTES)
+
+
+def dedented(stream: BinaryIO, indent: bytes) -> BinaryIO:
+    """``stream`` (positioned at a line start) with ``indent`` removed from the start of every line that has it."""
+    if not indent:
+        return stream
+    return io.BufferedReader(_Dedented(stream, indent), buffer_size=CHUNK)  # type: ignore[return-value]
+
+
+class _Dedented(io.RawIOBase):
+    """A stream with one indentation removed from its line starts, whole lines at a time."""
+
+    def __init__(self, source: BinaryIO, indent: bytes) -> None:
+        self._source = source
+        self._indent = indent
+        self._carry = b""
+        """The last, unfinished line read."""
+        self._at_start = True
+        """The carry (or the next byte read) starts a line: only a line over ``CHUNK`` is let through in parts."""
+        self._pending = memoryview(b"")
+        self._done = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        while not self._pending and not self._done:
+            raw = self._source.read(CHUNK)
+            self._done = not raw
+            data = self._carry + raw
+            cut = len(data) if self._done else data.rfind(b"\n") + 1
+            if cut == 0 and len(data) <= CHUNK + len(self._indent):
+                self._carry = data  # no line end yet: wait for it (a longer line goes on in parts)
+                continue
+            cut = cut or len(data)
+            self._pending = memoryview(self._strip(data[:cut]))
+            self._carry = data[cut:]
+            self._at_start = data[cut - 1 : cut] == b"\n"
+        size = min(len(buffer), len(self._pending))
+        buffer[:size] = self._pending[:size]
+        self._pending = self._pending[size:]
+        return size
+
+    def _strip(self, data: bytes) -> bytes:
+        """Drop the indentation after every newline of ``data``, and at its start when that starts a line."""
+        indent = self._indent
+        out = data.replace(b"\n" + indent, b"\n")
+        return out.removeprefix(indent) if self._at_start else out

@@ -1,0 +1,109 @@
+"""A log pasted with every line indented (a markdown code block, an indented quote) reads as the log itself.
+
+The cases are real incidents whose verdict an indentation of four spaces used to change (hard-wrapped
+stats lines whose tails looked like continuations, a quote's ``>`` before NCCL lines, kubectl stamps),
+and the corpus cases that come indented already (frames cut from inside a traceback, a command block).
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from engdiag.analysis.analyze import analyze
+from engdiag.logs import paste
+from engdiag.logs.paste import dedented, shared_indent
+from tests.conftest import CORPUS
+
+INDENT_CHANGED_THESE = [
+    "v0-single-request-decoding-5min-then-aborted-outside-engine",  # hard-wrapped V0 stats lines: slow
+    "tp2-nccl-allreduce-hang-p2p-cumem-sanity-check",  # "> host:pid:tid [0] NCCL INFO …": deadlocked
+    "kv-usage-creeps-to-100pct-k8s-timestamps",  # kubectl stamps, wrapped stats: KV pressure
+    "ray-multinode-v0-cudagraph-capture-oom-gpu-util-098-lost-first-char",
+    "habana-v0-warmup-pt-compile-only-mode-keyerror-old-synapse",
+    "eks-lws-ep16-decode-gpu-util-098-unreachable",  # a bare ValueError and its frames
+    "gb10-flashinfer-radix-topk-multicta-wedge-pyspy-quoted",  # a quoted py-spy dump
+]
+INDENTED_ALREADY = [
+    "verl-fsdp-rollout-wake-up-oom-after-empty-cache-removed",  # frames only, two spaces
+    "cudagraph-capture-oom-at-0.98-gpu-util-5090-laptop",
+    "mrv2-dp8-async-spec-dummy-run-allreduce-deadlock",
+]
+
+
+def _indent(text: str, by: str) -> str:
+    return "\n".join(by + line if line.strip() else line for line in text.split("\n"))
+
+
+def _judged(document: dict) -> tuple:
+    verdict = document["verdict"]
+    return verdict["kind"], verdict["sub_kind"], verdict["confidence"], [
+        (item["line"], item["text"]) for item in verdict["evidence"]
+    ]
+
+
+@pytest.mark.parametrize("name", INDENT_CHANGED_THESE + INDENTED_ALREADY)
+def test_an_indented_paste_gets_the_verdict_and_line_numbers_of_the_log_itself(cli, tmp_path, name):
+    """As a file, a gzip file and on stdin; evidence cites the same lines (line numbers are kept)."""
+    text = (CORPUS / name / "log.txt").read_text(encoding="utf-8", errors="replace")
+    original = cli("analyze", "--json", str(CORPUS / name / "log.txt"))
+    expected = _judged(json.loads(original.stdout))
+    for by in ("    ", "\t"):
+        indented = _indent(text, by)
+        path = tmp_path / "pasted.log"
+        path.write_text(indented, encoding="utf-8")
+        packed = tmp_path / "pasted.log.gz"
+        packed.write_bytes(gzip.compress(indented.encode()))
+        for args, stdin in (((str(path),), None), ((str(packed),), None), (("-",), indented.encode())):
+            result = cli("analyze", "--json", *args, input=stdin)
+            assert result.exit_code in (0, original.exit_code), result.stderr
+            assert _judged(json.loads(result.stdout)) == expected, (by, args)
+
+
+def test_an_indented_file_is_not_cut_into_byte_ranges(tmp_path, monkeypatch):
+    """A worker reading a byte range sees no head to learn the indentation from: the file is read whole."""
+    monkeypatch.setattr("engdiag.logs.source.PARALLEL_MIN_BYTES", 0)
+    name = "v0-single-request-decoding-5min-then-aborted-outside-engine"  # stamped lines: it can be cut
+    original = analyze([str(CORPUS / name / "log.txt")], jobs=1).verdict
+    path = tmp_path / "pasted.log"
+    path.write_text(_indent((CORPUS / name / "log.txt").read_text(encoding="utf-8"), "    "), encoding="utf-8")
+    judged = analyze([str(path)], jobs=2).verdict
+    assert original.kind.value == "slow"
+    assert (judged.kind, [e.line for e in judged.evidence]) == (original.kind, [e.line for e in original.evidence])
+
+
+def test_a_traceback_or_a_log_with_one_unindented_line_shares_no_indentation():
+    pasted = b'Traceback (most recent call last):\n  File "x.py", line 1, in f\n    f()\nValueError: x\n'
+    assert shared_indent(pasted, whole=True) == b""
+    assert shared_indent(b"    INFO 12-13 a\n\tb\n", whole=True) == b""
+    assert shared_indent(b"    INFO 12-13 a\n  \tb\n", whole=True) == b"  "
+    assert shared_indent(b"\n    INFO 12-13 a\n\n      b\n    c", whole=True) == b"    "
+    # the head's last line may be cut: it does not decide
+    assert shared_indent(b"    INFO 12-13 a\n    b\nc", whole=False) == b"    "
+    assert shared_indent(b"    INFO 12-13 a\n    b\nc", whole=True) == b""
+
+
+def _reference(data: bytes, indent: bytes) -> bytes:
+    return b"\n".join(line.removeprefix(indent) for line in data.split(b"\n"))
+
+
+@given(
+    lines=st.lists(st.tuples(st.sampled_from(["", "  ", "    ", "        ", "\t"]),
+                             st.text(alphabet="ab \n\r", max_size=12)), max_size=30),
+    chunk=st.integers(min_value=1, max_value=9),
+    indent=st.sampled_from([b"  ", b"    ", b"\t"]),
+)
+def test_dedenting_as_it_streams_equals_dedenting_line_by_line(lines, chunk, indent):
+    """Lines cut anywhere by the reads, longer than a read, CR, blank lines: the same bytes as a line loop."""
+    data = "".join(lead + body for lead, body in lines).encode()
+    saved, paste.CHUNK = paste.CHUNK, chunk
+    try:
+        stream = dedented(io.BytesIO(data), indent)
+        assert stream.read() == _reference(data, indent)
+    finally:
+        paste.CHUNK = saved
