@@ -1,8 +1,10 @@
-"""A log pasted with every line indented (a markdown code block, an indented quote) reads as the log itself.
+"""A log pasted with every line indented (a markdown code block, an indented quote), or with a blank line
+after every line (a web page copied), reads as the log itself.
 
-The cases are real incidents whose verdict an indentation of four spaces used to change (hard-wrapped
-stats lines whose tails looked like continuations, a quote's ``>`` before NCCL lines, kubectl stamps),
-and the corpus cases that come indented already (frames cut from inside a traceback, a command block).
+The cases are real incidents whose verdict an indentation of four spaces, or doubled line breaks, used to
+change (hard-wrapped stats lines whose tails looked like continuations, a quote's ``>`` before NCCL lines,
+kubectl stamps, tracebacks cut into pieces), and the corpus cases that come indented already (frames cut
+from inside a traceback, a command block).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from hypothesis import strategies as st
 
 from engdiag.analysis.analyze import analyze
 from engdiag.logs import paste
-from engdiag.logs.paste import dedented, shared_indent
+from engdiag.logs.paste import Paste, dedented, paste_of, skip_doubled
 from tests.conftest import CORPUS
 
 INDENT_CHANGED_THESE = [
@@ -65,27 +67,83 @@ def test_an_indented_paste_gets_the_verdict_and_line_numbers_of_the_log_itself(c
             assert _judged(json.loads(result.stdout)) == expected, (by, args)
 
 
-def test_an_indented_file_is_not_cut_into_byte_ranges(tmp_path, monkeypatch):
-    """A worker reading a byte range sees no head to learn the indentation from: the file is read whole."""
+@pytest.mark.parametrize("shape", ["indented", "double-spaced"])
+def test_a_pasted_file_is_not_cut_into_byte_ranges(tmp_path, monkeypatch, shape):
+    """A worker reading a byte range sees no head to learn the paste's shape from: the file is read whole."""
     monkeypatch.setattr("engdiag.logs.source.PARALLEL_MIN_BYTES", 0)
     name = "v0-single-request-decoding-5min-then-aborted-outside-engine"  # stamped lines: it can be cut
     original = analyze([str(CORPUS / name / "log.txt")], jobs=1).verdict
     path = tmp_path / "pasted.log"
-    path.write_text(_indent((CORPUS / name / "log.txt").read_text(encoding="utf-8"), "    "), encoding="utf-8")
+    text = (CORPUS / name / "log.txt").read_text(encoding="utf-8")
+    path.write_text(_indent(text, "    ") if shape == "indented" else "\n\n".join(text.split("\n")), encoding="utf-8")
     judged = analyze([str(path)], jobs=2).verdict
+    lines = [e.line if shape == "indented" else 2 * e.line - 1 for e in original.evidence]
     assert original.kind.value == "slow"
-    assert (judged.kind, [e.line for e in judged.evidence]) == (original.kind, [e.line for e in original.evidence])
+    assert (judged.kind, [e.line for e in judged.evidence]) == (original.kind, lines)
 
 
 def test_a_traceback_or_a_log_with_one_unindented_line_shares_no_indentation():
     pasted = b'Traceback (most recent call last):\n  File "x.py", line 1, in f\n    f()\nValueError: x\n'
-    assert shared_indent(pasted, whole=True) == b""
-    assert shared_indent(b"    INFO 12-13 a\n\tb\n", whole=True) == b""
-    assert shared_indent(b"    INFO 12-13 a\n  \tb\n", whole=True) == b"  "
-    assert shared_indent(b"\n    INFO 12-13 a\n\n      b\n    c", whole=True) == b"    "
+    assert paste_of(pasted, whole=True) == Paste()
+    assert paste_of(b"    INFO 12-13 a\n\tb\n", whole=True).indent == b""
+    assert paste_of(b"    INFO 12-13 a\n  \tb\n", whole=True).indent == b"  "
+    assert paste_of(b"\n    INFO 12-13 a\n\n      b\n    c", whole=True).indent == b"    "
     # the head's last line may be cut: it does not decide
-    assert shared_indent(b"    INFO 12-13 a\n    b\nc", whole=False) == b"    "
-    assert shared_indent(b"    INFO 12-13 a\n    b\nc", whole=True) == b""
+    assert paste_of(b"    INFO 12-13 a\n    b\nc", whole=False).indent == b"    "
+    assert paste_of(b"    INFO 12-13 a\n    b\nc", whole=True).indent == b""
+
+
+def test_only_a_blank_line_after_every_line_of_the_head_is_a_double_spaced_paste():
+    assert paste_of(b"a\n\nb\n\nc\n\n", whole=True).double_spaced
+    assert paste_of(b"a\r\n\r\nb\r\n\r\n\r\n\r\nc", whole=True).double_spaced  # CRLF, a blank line of its own
+    assert not paste_of(b"a\n\nb\nc\n\nd\n\n", whole=True).double_spaced  # two lines together
+    assert not paste_of(b"a\n\nb\n\n", whole=True).double_spaced  # too few lines to tell
+    assert not paste_of(b"Traceback\n  x\nError\n\nINFO next\n", whole=True).double_spaced
+
+
+def test_one_blank_line_after_each_line_is_skipped_and_a_blank_line_of_the_log_still_ends_a_record():
+    lines = list(enumerate(["a", "", "b", "", "", "", "c", ""], start=1))
+    assert list(skip_doubled(iter(lines))) == [(1, "a"), (3, "b"), (5, ""), (6, ""), (7, "c")]
+
+
+DOUBLING_CHANGED_THESE = [
+    "ampere-fp8-kv-chunked-prefill-triton-crash-rpc-unhealthy",  # a traceback cut into one-line records
+    "dgx-spark-2node-tp2-allgather-hang-pip-nccl",
+    "eks-lws-ep16-decode-gpu-util-098-unreachable",
+    "kimi-k25-nvfp4-cudagraph-capture-oom-tp4-tp8",
+    "kv-usage-creeps-to-100pct-k8s-timestamps",
+    "mllama-11b-profile-run-oom-default-max-num-seqs",
+    "omni-qwen3-omni-perf-ci-orchestrator-startup-timeout",
+    "v0-single-request-decoding-5min-then-aborted-outside-engine",
+]
+
+
+@pytest.mark.parametrize("name", DOUBLING_CHANGED_THESE)
+def test_a_double_spaced_paste_gets_the_verdict_of_the_log_itself_citing_the_same_lines(cli, tmp_path, name):
+    """Line n of the log is line 2n - 1 of the paste: evidence cites it there (file, gzip, stdin)."""
+    text = (CORPUS / name / "log.txt").read_text(encoding="utf-8", errors="replace")
+    original = cli("analyze", "--json", str(CORPUS / name / "log.txt"))
+    kind, sub, confidence, evidence = _judged(json.loads(original.stdout))
+    expected = (kind, sub, confidence, [(2 * line - 1, quoted) for line, quoted in evidence])
+    doubled = "\n\n".join(text.split("\n"))
+    path = tmp_path / "pasted.log"
+    path.write_text(doubled, encoding="utf-8")
+    packed = tmp_path / "pasted.log.gz"
+    packed.write_bytes(gzip.compress(doubled.encode()))
+    for args, stdin in (((str(path),), None), ((str(packed),), None), (("-",), doubled.encode())):
+        result = cli("analyze", "--json", *args, input=stdin)
+        assert result.exit_code in (0, original.exit_code), result.stderr
+        assert _judged(json.loads(result.stdout)) == expected, args
+
+
+def test_tail_reads_an_indented_paste_as_the_log_itself(cli, tmp_path):
+    name = "v0-single-request-decoding-5min-then-aborted-outside-engine"
+    original = cli("analyze", "--json", "--tail", "6", str(CORPUS / name / "log.txt"))
+    path = tmp_path / "pasted.log"
+    path.write_text(_indent((CORPUS / name / "log.txt").read_text(encoding="utf-8"), "    "), encoding="utf-8")
+    pasted = cli("analyze", "--json", "--tail", "6", str(path))
+    assert pasted.exit_code == original.exit_code
+    assert _judged(json.loads(pasted.stdout)) == _judged(json.loads(original.stdout))
 
 
 def _reference(data: bytes, indent: bytes) -> bytes:

@@ -11,13 +11,21 @@ line (or any header) is not indented, so nothing is shared.  A paste cut from in
 (a traceback's frames, a py-spy dump) loses only what all its lines share: their order and relative
 indentation stay, and every corpus case of that shape gets the same verdict either way.
 
-Line numbers are kept (only bytes within lines go), so evidence still points at the line the user sees.
+A paste that doubled every line break (a web page copied with a blank line after each line) is read
+with the one blank line after each line skipped: a blank line ends a record, so left in place it cut every
+traceback and every hard-wrapped line in two.  The head must show it on every line (no two lines of text
+together, at least three of them); a blank line beyond the doubled one still ends a record.
+
+Line numbers are kept (only bytes within lines go, and skipped lines keep their numbers), so evidence
+still points at the line the user sees.
 """
 
 from __future__ import annotations
 
 import io
 import os
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
@@ -26,17 +34,43 @@ from engdiag.logs.unzip import CHUNK, Prepended, read_head
 HEAD_BYTES = 64 << 10
 """Bytes of an input's head in which the shared indentation is looked for."""
 _WHITESPACE = b" \t"
+_SPACED_MIN_LINES = 3
+"""Lines of text the head needs, each followed by a blank line, to be taken for a double-spaced paste."""
 
 
-def shared_indent(head: bytes, whole: bool) -> bytes:
-    """The leading whitespace every non-blank line of ``head`` shares.
+@dataclass(frozen=True)
+class Paste:
+    """What pasting did to every line of an input, as its head shows."""
 
-    ``whole``: ``head`` is the entire input (else its last, possibly cut, line is not looked at).
-    """
+    indent: bytes = b""
+    """Leading whitespace every line was given (removed as the input streams)."""
+    double_spaced: bool = False
+    """Every line was followed by a blank line (one blank line after each line of text is skipped)."""
+
+    @property
+    def untouched(self) -> bool:
+        return not self.indent and not self.double_spaced
+
+
+def paste_of(head: bytes, whole: bool) -> Paste:
+    """How the paste whose first bytes are ``head`` was shaped (``whole``: ``head`` is all of it)."""
     lines = head.split(b"\n")
     if not whole:
         lines = lines[:-1]
-    lines = [line.rstrip(b"\r") for line in lines if line.strip()]
+    lines = [line.rstrip(b"\r") for line in lines]
+    return Paste(_shared_indent([line for line in lines if line.strip()]), _double_spaced(lines))
+
+
+def _double_spaced(lines: list[bytes]) -> bool:
+    text = [bool(line.strip()) for line in lines]
+    if sum(text) < _SPACED_MIN_LINES:
+        return False
+    last = max(i for i, is_text in enumerate(text) if is_text)
+    return all(text[i + 1] is False for i in range(last) if text[i])
+
+
+def _shared_indent(lines: list[bytes]) -> bytes:
+    """The leading whitespace every one of ``lines`` (none blank) shares."""
     if not lines or lines[0][:1] not in (b" ", b"\t"):
         return b""
     common = os.path.commonprefix(lines)
@@ -44,8 +78,8 @@ def shared_indent(head: bytes, whole: bool) -> bytes:
     return indent
 
 
-def input_indent(stream: BinaryIO, seekable: bool) -> tuple[bytes, BinaryIO]:
-    """The paste's indentation (``shared_indent`` of the head) and the stream to read from its start.
+def input_paste(stream: BinaryIO, seekable: bool) -> tuple[Paste, BinaryIO]:
+    """How the input was pasted (``paste_of`` its head) and the stream to read from its start.
 
     A seekable stream is rewound; a pipe gets its head put back in front of the rest.
     """
@@ -54,16 +88,24 @@ def input_indent(stream: BinaryIO, seekable: bool) -> tuple[bytes, BinaryIO]:
         stream.seek(0)
     else:
         stream = io.BufferedReader(Prepended(head, stream), buffer_size=CHUNK)  # type: ignore[assignment]
-    return shared_indent(head, len(head) < HEAD_BYTES), stream
+    return paste_of(head, len(head) < HEAD_BYTES), stream
 
 
-def file_indent(path: Path | None) -> bytes:
-    """``shared_indent`` of a plain file's head (a byte range of an indented paste cannot be read alone)."""
-    if path is None:
-        return b""
+def file_paste(path: Path) -> Paste:
+    """``paste_of`` a plain file's head (a byte range of a shaped paste cannot be read alone)."""
     with open(path, "rb") as handle:
         head = read_head(handle, HEAD_BYTES)
-    return shared_indent(head, len(head) < HEAD_BYTES)
+    return paste_of(head, len(head) < HEAD_BYTES)
+
+
+def skip_doubled(lines: Iterator[tuple[int, str]]) -> Iterator[tuple[int, str]]:
+    """Numbered lines without the blank line that follows each line of text in a double-spaced paste."""
+    after_text = False
+    for lineno, line in lines:
+        blank = not line.strip()
+        if not (blank and after_text):
+            yield lineno, line
+        after_text = not blank
 
 
 def dedented(stream: BinaryIO, indent: bytes) -> BinaryIO:

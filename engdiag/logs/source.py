@@ -23,7 +23,7 @@ from engdiag.logs.engines import active_backend
 from engdiag.logs.events import Event, Signal, Stamp
 from engdiag.logs.inputs import LogInput, count_lines, expand, file_size, is_plain, open_input, read_lines
 from engdiag.logs.lines import first_stamp
-from engdiag.logs.paste import dedented, file_indent, input_indent
+from engdiag.logs.paste import Paste, dedented, file_paste, input_paste, skip_doubled
 from engdiag.logs.scan import LineScanner, SourceSummary
 from engdiag.logs.split import cut_points
 from engdiag.logs.window import Window, past_until, since_start, stream_tail, tail_start
@@ -62,13 +62,20 @@ def _first_stamp(log: LogInput) -> Stamp | None:
     if not log.seekable:
         return None  # a pipe can be read once: no peeking
     with open_input(log) as opened:
-        indent, stream = input_indent(opened.stream, opened.plain)
-        return first_stamp(line for _, line in islice(read_lines(dedented(stream, indent), log.name), _PEEK_LINES))
+        paste, stream = input_paste(opened.stream, opened.plain)
+        lines = read_lines(dedented(stream, paste.indent), log.name)
+        return first_stamp(line for _, line in islice(lines, _PEEK_LINES))
 
 
-def _lines(log: LogInput, stream: BinaryIO, plain: bool, window: Window, indent: bytes
+def _lines(log: LogInput, stream: BinaryIO, plain: bool, window: Window, paste: Paste
            ) -> Iterator[tuple[int, str]]:
-    """The numbered lines of an input (without the paste's ``indent``), limited to the window."""
+    """The numbered lines of an input as it was before it was pasted, limited to the window."""
+    lines = _window_lines(log, stream, plain, window, paste.indent)
+    return skip_doubled(lines) if paste.double_spaced else lines
+
+
+def _window_lines(log: LogInput, stream: BinaryIO, plain: bool, window: Window, indent: bytes
+                  ) -> Iterator[tuple[int, str]]:
     if window.empty:
         return read_lines(dedented(stream, indent), log.name)
     if plain and log.path is not None:
@@ -77,7 +84,7 @@ def _lines(log: LogInput, stream: BinaryIO, plain: bool, window: Window, indent:
             start = tail_start(log.path, window)
         if window.since is not None:
             start = max(start, since_start(log.path, window.since))
-        stream.seek(start)
+        stream.seek(start)  # then dedented: a line start
         return read_lines(dedented(stream, indent), log.name, first_line=count_lines(log.path, start) + 1)
     return stream_tail(read_lines(dedented(stream, indent), log.name), window)
 
@@ -115,14 +122,14 @@ def scan_input(
         how = _how(log, opened.plain, opened.layers, window)
         if how is not None and note is not None:
             note(how)
-        indent, stream = input_indent(opened.stream, opened.plain)
-        if window.empty and backend != "lines":
+        paste, stream = input_paste(opened.stream, opened.plain)
+        if window.empty and backend != "lines" and not paste.double_spaced:
             report = None if progress is None else (lambda done: progress(log.name, done, total))
-            bulk_scan(dedented(stream, indent), scanner, backend, sink, progress=report, count=count)
+            bulk_scan(dedented(stream, paste.indent), scanner, backend, sink, progress=report, count=count)
             for event in scanner.finish():
                 sink(event)
             return scanner.summary
-        for lineno, line in _lines(log, stream, opened.plain, window, indent):
+        for lineno, line in _lines(log, stream, opened.plain, window, paste):
             for event in scanner.feed(lineno, line):
                 if not timed or window.keeps(event.stamp):
                     sink(event)
@@ -238,7 +245,8 @@ def _parallel_worth_it(log: LogInput, jobs: int, window: Window) -> bool:
     if jobs < 2 or not window.empty:
         return False
     size = file_size(log)
-    return size is not None and size >= PARALLEL_MIN_BYTES and is_plain(log) and not file_indent(log.path)
+    return (size is not None and size >= PARALLEL_MIN_BYTES and is_plain(log)
+            and file_paste(log.path).untouched)
 
 
 def default_jobs() -> int:
