@@ -27,6 +27,8 @@ _KEY = re.compile(
     r"tools|functions|tool_choice|response_format|messages|extra_args|logit_bias)"
     r"['\"]?(?P<sep>\s*[:=]\s*)(?=['\"\[{])"
 )
+_VALUE_OPENINGS = ("'", '"', "[", "{")
+"""What ``_KEY``'s lookahead needs after the separator: text holding none of them has nothing to mask."""
 _TOKEN_KEYS = frozenset({"prompt_token_ids", "output_token_ids", "token_ids", "prompt_embeds"})
 _TEXT_KEYS = frozenset({"prompt", "Prompt", "output", "Generated text"})
 _STRUCTURE = re.compile(r"""[\[\]{}()'"\n]""")
@@ -112,6 +114,8 @@ class Masked:
 
 def mask(text: str) -> Masked:
     """Replace prompt and output text and token-id lists with their sizes."""
+    if not any(opening in text for opening in _VALUE_OPENINGS):
+        return Masked(text)  # a stats or access line: four scans, not _KEY tried at every position
     match = _KEY.search(text)
     if match is None:
         return Masked(text)

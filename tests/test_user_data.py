@@ -66,3 +66,13 @@ def test_brackets_and_quotes_in_user_data_never_leak_a_literal(field, literal, n
     line = _request(1, field, noise + literal + noise)
     masked = redact(line.split("] ", 1)[1])
     assert literal not in masked.replace("Received request", "").replace("prompt_token_ids: ", "")
+
+
+@pytest.mark.parametrize("value", ["prompt: 'tell me a secret'", 'prompt: "tell me a secret"',
+                                   "prompt_token_ids: [1, 2, 3]", "extra_args={secret: 1}"])
+def test_a_value_opened_by_any_one_quote_or_bracket_alone_is_masked(value):
+    """Each of ' " [ { alone opens a value to mask (mask's quick check looks for all four)."""
+    from engdiag.redact import mask
+
+    masked = mask(f"Received request x: {value}, lora: none").text
+    assert "secret" not in masked and "1, 2, 3" not in masked and masked.endswith(", lora: none")
