@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from engdiag.analysis.analyze import analyze
-from engdiag.logs import paste
+from engdiag.logs import paste, unzip
 from engdiag.logs.paste import Paste, dedented, paste_of, skip_doubled
 from tests.conftest import CORPUS
 
@@ -49,6 +49,18 @@ def _judged(document: dict) -> tuple:
     ]
 
 
+def _read_alike(cli, tmp_path, pasted: str, exit_code: int, expected: tuple) -> None:
+    """The paste as a file, as a gzip file and on stdin: each judged as ``expected``."""
+    path = tmp_path / "pasted.log"
+    path.write_text(pasted, encoding="utf-8")
+    packed = tmp_path / "pasted.log.gz"
+    packed.write_bytes(gzip.compress(pasted.encode()))
+    for args, stdin in (((str(path),), None), ((str(packed),), None), (("-",), pasted.encode())):
+        result = cli("analyze", "--json", *args, input=stdin)
+        assert result.exit_code in (0, exit_code), result.stderr
+        assert _judged(json.loads(result.stdout)) == expected, (pasted[:40], args)
+
+
 @pytest.mark.parametrize("name", INDENT_CHANGED_THESE + INDENTED_ALREADY)
 def test_an_indented_paste_gets_the_verdict_and_line_numbers_of_the_log_itself(cli, tmp_path, name):
     """As a file, a gzip file and on stdin; evidence cites the same lines (line numbers are kept)."""
@@ -56,15 +68,7 @@ def test_an_indented_paste_gets_the_verdict_and_line_numbers_of_the_log_itself(c
     original = cli("analyze", "--json", str(CORPUS / name / "log.txt"))
     expected = _judged(json.loads(original.stdout))
     for by in ("    ", "\t"):
-        indented = _indent(text, by)
-        path = tmp_path / "pasted.log"
-        path.write_text(indented, encoding="utf-8")
-        packed = tmp_path / "pasted.log.gz"
-        packed.write_bytes(gzip.compress(indented.encode()))
-        for args, stdin in (((str(path),), None), ((str(packed),), None), (("-",), indented.encode())):
-            result = cli("analyze", "--json", *args, input=stdin)
-            assert result.exit_code in (0, original.exit_code), result.stderr
-            assert _judged(json.loads(result.stdout)) == expected, (by, args)
+        _read_alike(cli, tmp_path, _indent(text, by), original.exit_code, expected)
 
 
 @pytest.mark.parametrize("shape", ["indented", "double-spaced"])
@@ -125,15 +129,7 @@ def test_a_double_spaced_paste_gets_the_verdict_of_the_log_itself_citing_the_sam
     original = cli("analyze", "--json", str(CORPUS / name / "log.txt"))
     kind, sub, confidence, evidence = _judged(json.loads(original.stdout))
     expected = (kind, sub, confidence, [(2 * line - 1, quoted) for line, quoted in evidence])
-    doubled = "\n\n".join(text.split("\n"))
-    path = tmp_path / "pasted.log"
-    path.write_text(doubled, encoding="utf-8")
-    packed = tmp_path / "pasted.log.gz"
-    packed.write_bytes(gzip.compress(doubled.encode()))
-    for args, stdin in (((str(path),), None), ((str(packed),), None), (("-",), doubled.encode())):
-        result = cli("analyze", "--json", *args, input=stdin)
-        assert result.exit_code in (0, original.exit_code), result.stderr
-        assert _judged(json.loads(result.stdout)) == expected, args
+    _read_alike(cli, tmp_path, "\n\n".join(text.split("\n")), original.exit_code, expected)
 
 
 def test_tail_reads_an_indented_paste_as_the_log_itself(cli, tmp_path):
@@ -159,9 +155,9 @@ def _reference(data: bytes, indent: bytes) -> bytes:
 def test_dedenting_as_it_streams_equals_dedenting_line_by_line(lines, chunk, indent):
     """Lines cut anywhere by the reads, longer than a read, CR, blank lines: the same bytes as a line loop."""
     data = "".join(lead + body for lead, body in lines).encode()
-    saved, paste.CHUNK = paste.CHUNK, chunk
+    saved, paste.CHUNK, unzip.CHUNK = paste.CHUNK, chunk, chunk  # the reads and the long-line bound
     try:
         stream = dedented(io.BytesIO(data), indent)
         assert stream.read() == _reference(data, indent)
     finally:
-        paste.CHUNK = saved
+        paste.CHUNK = unzip.CHUNK = saved

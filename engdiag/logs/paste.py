@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from engdiag.logs.unzip import CHUNK, Prepended, read_head
+from engdiag.logs.unzip import CHUNK, Converted, Prepended, read_head
 
 HEAD_BYTES = 64 << 10
 """Bytes of an input's head in which the shared indentation is looked for."""
@@ -115,39 +115,28 @@ def dedented(stream: BinaryIO, indent: bytes) -> BinaryIO:
     return io.BufferedReader(_Dedented(stream, indent), buffer_size=CHUNK)  # type: ignore[return-value]
 
 
-class _Dedented(io.RawIOBase):
+class _Dedented(Converted):
     """A stream with one indentation removed from its line starts, whole lines at a time."""
 
     def __init__(self, source: BinaryIO, indent: bytes) -> None:
-        self._source = source
+        super().__init__(source)
         self._indent = indent
         self._carry = b""
         """The last, unfinished line read."""
         self._at_start = True
         """The carry (or the next byte read) starts a line: only a line over ``CHUNK`` is let through in parts."""
-        self._pending = memoryview(b"")
-        self._done = False
 
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
-        while not self._pending and not self._done:
-            raw = self._source.read(CHUNK)
-            self._done = not raw
-            data = self._carry + raw
-            cut = len(data) if self._done else data.rfind(b"\n") + 1
-            if cut == 0 and len(data) <= CHUNK + len(self._indent):
-                self._carry = data  # no line end yet: wait for it (a longer line goes on in parts)
-                continue
-            cut = cut or len(data)
-            self._pending = memoryview(self._strip(data[:cut]))
-            self._carry = data[cut:]
-            self._at_start = data[cut - 1 : cut] == b"\n"
-        size = min(len(buffer), len(self._pending))
-        buffer[:size] = self._pending[:size]
-        self._pending = self._pending[size:]
-        return size
+    def convert(self, raw: bytes, last: bool) -> bytes:
+        data = self._carry + raw
+        cut = len(data) if last else data.rfind(b"\n") + 1
+        if cut == 0 and len(data) <= CHUNK + len(self._indent):
+            self._carry = data  # no line end yet: wait for it (a longer line goes on in parts)
+            return b""
+        cut = cut or len(data)
+        out = self._strip(data[:cut])
+        self._carry = data[cut:]
+        self._at_start = data[cut - 1 : cut] == b"\n"
+        return out
 
     def _strip(self, data: bytes) -> bytes:
         """Drop the indentation after every newline of ``data``, and at its start when that starts a line."""

@@ -166,29 +166,43 @@ class Prepended(io.RawIOBase):
         return len(data)
 
 
-class _Reencoded(io.RawIOBase):
-    """A UTF-16/32 text stream (with its BOM) as UTF-8 bytes, decoded as it streams."""
+class Converted(io.RawIOBase):
+    """Another stream's bytes, converted block by block as they stream (``convert`` says how)."""
 
-    def __init__(self, source: BinaryIO, encoding: str) -> None:
-        import codecs
-
+    def __init__(self, source: BinaryIO) -> None:
         self._source = source
-        self._decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
-        self._pending = b""
+        self._pending = memoryview(b"")
         self._done = False
 
     def readable(self) -> bool:
         return True
 
+    def convert(self, raw: bytes, last: bool) -> bytes:
+        """The bytes to hand out for the next ``CHUNK`` read (``last``: the source has ended; ``raw`` is empty)."""
+        raise NotImplementedError
+
     def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
         while not self._pending and not self._done:
             raw = self._source.read(CHUNK)
             self._done = not raw
-            self._pending = self._decoder.decode(raw, final=self._done).encode("utf-8", "surrogatepass")
+            self._pending = memoryview(self.convert(raw, self._done))
         size = min(len(buffer), len(self._pending))
         buffer[:size] = self._pending[:size]
         self._pending = self._pending[size:]
         return size
+
+
+class _Reencoded(Converted):
+    """A UTF-16/32 text stream (with its BOM) as UTF-8 bytes, decoded as it streams."""
+
+    def __init__(self, source: BinaryIO, encoding: str) -> None:
+        import codecs
+
+        super().__init__(source)
+        self._decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
+
+    def convert(self, raw: bytes, last: bool) -> bytes:
+        return self._decoder.decode(raw, final=last).encode("utf-8", "surrogatepass")
 
 
 def read_head(stream: BinaryIO, size: int = HEAD_BYTES) -> bytes:
