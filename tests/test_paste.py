@@ -161,3 +161,50 @@ def test_dedenting_as_it_streams_equals_dedenting_line_by_line(lines, chunk, ind
         assert stream.read() == _reference(data, indent)
     finally:
         paste.CHUNK = unzip.CHUNK = saved
+
+
+def _wrapped(text: str, width: int) -> str:
+    """The log as a terminal or paste box cuts it: every line longer than ``width`` in pieces that wide."""
+    out = []
+    for line in text.split("\n"):
+        while len(line) > width:
+            out.append(line[:width])
+            line = line[width:]
+        out.append(line)
+    return "\n".join(out)
+
+
+WRAPPING_CHANGED_THESE = [
+    "llama405b-fp8-gather-watchdog",  # "OpType=_ALLGATHER_BA" | "SE, NumelIn=…": an upper-case tail
+    "ray-placement-group-short-of-gpus-waiting-multinode",  # a rule literal cut in two ("the to" | "tal")
+    "lmcache-pd-ucx-tcp-endpoint-timeout",
+    "driver-545-tp2-first-allreduce-seq1-hang-30min",  # two cut lines in a short paste
+    "llama32-vision-tp4-first-allreduce-seq1-never-completes",
+    "naive-all2all-multinode-broadcast-seq-skew",
+    "medusa-tp2-gather-watchdog-seq11",
+    "xinference-tp2-ada-iommu-p2p-hang-after-nccl-init",
+]
+
+
+@pytest.mark.parametrize("width", [80, 120])
+@pytest.mark.parametrize("name", WRAPPING_CHANGED_THESE)
+def test_a_paste_cut_at_a_fixed_width_gets_the_verdict_and_evidence_of_the_log_itself(cli, name, width):
+    """Each cut line and the lines below it are one line again: the same verdict, citing the same text."""
+    original = cli("analyze", "--json", str(CORPUS / name / "log.txt"))
+    text = (CORPUS / name / "log.txt").read_text(encoding="utf-8", errors="replace")
+    pasted = cli("analyze", "--json", "-", input=_wrapped(text, width).encode())
+    expected, got = json.loads(original.stdout)["verdict"], json.loads(pasted.stdout)["verdict"]
+    assert [got[k] for k in ("kind", "sub_kind", "confidence")] == [expected[k] for k in ("kind", "sub_kind", "confidence")]
+    assert [e["text"] for e in got["evidence"]] == [e["text"] for e in expected["evidence"]]
+
+
+def test_only_lines_cut_at_the_widest_width_with_their_rest_below_make_a_wrapped_paste():
+    cut = "x" * 70
+    assert paste_of(f"{cut}\nrest one\n{cut}\nrest two\nshort\n".encode(), whole=True).wrap == 70
+    assert paste_of(f"{cut}\n rest after a space\n{cut}\nrest two\n".encode(), whole=True).wrap == 70
+    # equally long lines that each start a record, or are followed by a traceback or its frames
+    header = "INFO 12-13 10:31:12 engine.py:280] Waiting for 1 local, 0 remote core engine proc(s) to start."
+    assert paste_of(f"{header}\n{header}\n{header}\n".encode(), whole=True).wrap is None
+    assert paste_of(f"{cut}\nTraceback (most recent call last):\n{cut}\n  File \"x\"\n".encode(), whole=True).wrap is None
+    assert paste_of(b"y" * 50 + b"\nrest\n" + b"y" * 50 + b"\nrest\n", whole=True).wrap is None  # too narrow
+    assert paste_of(f"{cut}\nrest one\n{cut[:-1]}\nrest two\n".encode(), whole=True).wrap is None  # one at the widest

@@ -25,15 +25,24 @@ from __future__ import annotations
 import io
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO
 
+from engdiag.logs.inputs import decode_line
+from engdiag.logs.lines import Piece, Shape, pieces
 from engdiag.logs.unzip import CHUNK, Converted, Prepended, read_head
 
 HEAD_BYTES = 64 << 10
 """Bytes of an input's head in which the shared indentation is looked for."""
 _WHITESPACE = b" \t"
+_WRAP_MIN_WIDTH = 60
+"""Narrower than this, a run of equally long lines is no sign of a wrap."""
+_WRAP_MIN_LINES = 2
+"""Lines the head needs at exactly its widest width, most followed by their tails, to be taken as wrapped."""
+_NOT_TAILS = ("Traceback", "  ", "\t", "File ")
+"""How a line after a full-width line starts when it is a traceback, not the rest of the line (which may
+start with the one space the cut fell before)."""
 _SPACED_MIN_LINES = 3
 """Lines of text the head needs, each followed by a blank line, to be taken for a double-spaced paste."""
 
@@ -46,10 +55,12 @@ class Paste:
     """Leading whitespace every line was given (removed as the input streams)."""
     double_spaced: bool = False
     """Every line was followed by a blank line (one blank line after each line of text is skipped)."""
+    wrap: int | None = None
+    """The width every long line was cut at (a terminal's, a paste box's): a line that wide goes on below."""
 
     @property
     def untouched(self) -> bool:
-        return not self.indent and not self.double_spaced
+        return not self.indent and not self.double_spaced and self.wrap is None
 
 
 def paste_of(head: bytes, whole: bool) -> Paste:
@@ -58,7 +69,30 @@ def paste_of(head: bytes, whole: bool) -> Paste:
     if not whole:
         lines = lines[:-1]
     lines = [line.rstrip(b"\r") for line in lines]
-    return Paste(_shared_indent([line for line in lines if line.strip()]), _double_spaced(lines))
+    indent = _shared_indent([line for line in lines if line.strip()])
+    text = [decode_line(line.removeprefix(indent)) for line in lines if line.strip()]
+    return Paste(indent, _double_spaced(lines), _wrap_width(text))
+
+
+def _wrap_width(lines: list[str]) -> int | None:
+    """The width of the head's longest lines, when at least two are exactly that wide and most of them are
+    followed by a bare line that does not start a traceback or a frame: the rest of a line cut there."""
+    widest = max(map(len, lines), default=0)
+    cut = [i for i, line in enumerate(lines[:-1]) if len(line) == widest]
+    if widest < _WRAP_MIN_WIDTH or len(cut) < _WRAP_MIN_LINES:
+        return None
+    tails = 0
+    for i in cut:
+        follower = pieces(lines[i + 1], 0)[0]
+        tails += follower.shape is Shape.BARE and follower.proc is None and not follower.msg.startswith(_NOT_TAILS)
+    return widest if 2 * tails > len(cut) else None
+
+
+def cut_at(found: list[Piece], wrap: int | None) -> list[Piece]:
+    """A physical line's pieces, its last marked ``cut`` when the line is exactly the paste's wrap width."""
+    if wrap is None or not found or found[-1].width != wrap:
+        return found
+    return [*found[:-1], replace(found[-1], cut=True)]
 
 
 def _double_spaced(lines: list[bytes]) -> bool:

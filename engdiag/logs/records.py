@@ -57,6 +57,8 @@ def joins(prev: Piece, cur: Piece) -> Join | None:
     """How ``cur`` continues the record that ``prev`` belongs to, if it does."""
     if cur.shape in _OWN_RECORD:
         return None
+    if prev.cut and cur.shape is Shape.BARE and cur.proc is None and cur.msg.strip():
+        return Join.WRAP  # the paste cut every long line at this width: what follows is the rest of it
     if prev.shape in _OWN_RECORD:
         # a paste cut at a fixed width splits glog lines too ("WorkNCCL(SeqNum=385" | "6, OpType=…":
         # openrlhf-vllm-weight-sync-group-docker-bridge-ip-unreachable); a tail that starts a word may be a

@@ -12,6 +12,7 @@ from engdiag.logs.clock import Clock
 from engdiag.logs.events import Event, Proc, Stamp
 from engdiag.logs.extract import extract
 from engdiag.logs.lines import Piece, pieces
+from engdiag.logs.paste import cut_at
 from engdiag.logs.records import Assembler, Record
 
 
@@ -51,6 +52,9 @@ class LineScanner:
         self._raw_seen: dict[Proc, tuple[int, Stamp | None]] = {}
         self._known: tuple[Piece, list[Event]] | None = None
         """A one-piece record fed with its events already read (``feed_known``), placed when it closes."""
+        self.wrap: int | None = None
+        """The width the paste cut every long line at (``engdiag.logs.paste``), once its head has shown it;
+        such an input is read line by line (``feed``), never by the bulk scanner."""
 
     @property
     def last_stamp(self) -> Stamp | None:
@@ -66,7 +70,7 @@ class LineScanner:
         """Read one physical line; return the events of any record it completed."""
         self.summary.lines = lineno
         events: list[Event] = []
-        for piece in pieces(line, lineno):
+        for piece in cut_at(pieces(line, lineno), self.wrap):
             events.extend(self._piece(piece))
         return events
 
