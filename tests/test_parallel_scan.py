@@ -18,6 +18,7 @@ from engdiag.analysis.analyze import analyze
 from engdiag.logs.source import scan_input, scan_parallel
 from engdiag.analysis.timeline import TimelineBuilder
 from engdiag.logs.inputs import expand
+from engdiag.logs.paste import file_paste
 
 from tests.conftest import CORPUS, write_log
 
@@ -35,6 +36,9 @@ def _timelines(path, jobs):
     sequential = TimelineBuilder()
     summary = scan_input(log, 0, 0, False, sequential.add)
     joined = scan_parallel(log, 0, 0, False, jobs, TimelineBuilder)
+    if not file_paste(path).untouched:
+        assert joined is None, "a pasted log (here cut at a width) is read whole: a range cannot see its head"
+        return None
     assert joined is not None, "the file should be cut"
     return sequential.build([summary]), joined[0].build([joined[1]])
 
@@ -54,7 +58,9 @@ def test_generated_incidents_scan_the_same_in_parallel(tmp_path, style, jobs):
     shape = STYLES[style]
     name = "nccl-watchdog" if shape.v0 else "deadlock"
     path = write_log(tmp_path / "x.log", synth.incident(name, shape, minutes=30, load=synth.Load(prompt_len=200)))
-    _same(*_timelines(path, jobs))
+    timelines = _timelines(path, jobs)
+    if timelines is not None:
+        _same(*timelines)
 
 
 def test_every_corpus_case_concatenated_analyses_the_same(tmp_path, monkeypatch):

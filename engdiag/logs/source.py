@@ -216,10 +216,15 @@ def _context():  # -> multiprocessing context
 def scan_parallel(
     log: LogInput, index: int, base_year: int, show_prompts: bool, jobs: int, collector: Callable[[], Collector]
 ) -> tuple[Collector, SourceSummary] | None:
-    """Scan a big plain file in ``jobs`` byte ranges at once; None when it cannot be split exactly."""
+    """Scan a big plain file in ``jobs`` byte ranges at once; None when it cannot be split exactly.
+
+    A pasted log (indented, double-spaced or cut at a width) cannot: a range has no head to learn that from.
+    """
     from concurrent.futures import ProcessPoolExecutor
 
     assert log.path is not None
+    if not file_paste(log.path).untouched:
+        return None
     points = cut_points(log.path, jobs)
     if not points:
         return None
@@ -246,8 +251,7 @@ def _parallel_worth_it(log: LogInput, jobs: int, window: Window) -> bool:
     if jobs < 2 or not window.empty:
         return False
     size = file_size(log)
-    return (size is not None and size >= PARALLEL_MIN_BYTES and is_plain(log)
-            and file_paste(log.path).untouched)
+    return size is not None and size >= PARALLEL_MIN_BYTES and is_plain(log)
 
 
 def default_jobs() -> int:
