@@ -695,3 +695,17 @@ def test_a_line_wrapped_before_a_space_or_inside_a_name_keeps_its_tail_and_a_tra
     assert joins(preempted, pieces("_size to provide more KV cache memory. total_num_cumulative_preemption=151", 4)[0]) \
         is Join.WRAP
     assert joins(stats, pieces('  File "/v/engine.py", line 3, in step', 5)[0]) is Join.TRACEBACK
+
+
+_SHM = ("[shm_broadcast.py:466] No available shared memory broadcast block found in 60 seconds. This typically "
+        "happens when some processes are hanging or doing some time-consuming work (e.g. compilation).\n")
+
+
+def test_torch_npus_aicore_timeout_after_a_shm_wait_is_a_device_fault_and_the_wait_alone_is_not(tmp_path):
+    """torch_npu prints ACL error 507014 as "The aicore execution times out." (ascend-two-node-aicore-timeout-…):
+    a kernel the AI core's watchdog stopped; the shm wait before it is that kernel running, not a benign wait."""
+    for device_line in ("[Error]: The aicore execution times out.", "[Error]: The aicore execution is abnormal."):
+        verdict = _verdict(tmp_path, _SHM + device_line + "\n")
+        assert verdict.kind.value == "crashed" and "aicore" in verdict.headline
+    assert _verdict(tmp_path, _SHM).kind.value == "healthy"
+    assert _verdict(tmp_path, _SHM + "[Error]: The aicore execution finished.\n").kind.value == "healthy"

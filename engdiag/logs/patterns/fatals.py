@@ -271,6 +271,9 @@ STALLS_TIMEOUTS_FATALS: tuple[Rule, ...] = (
     # Ascend's device faults: a kernel that failed or timed out on the AI core (driver/firmware side)
     # (ascend-dsv32-driver-24-1-moe-dispatch-aicore-timeout)
     Rule(Signal.CUDA_ERROR, "Aicore kernel execute failed", _c(r"Aicore kernel execute failed")),
+    # torch_npu's text for ACL error 507014 / 507015, printed as "[Error]: The aicore execution times out."
+    # when a kernel outran the AI core's watchdog or faulted (ascend-two-node-aicore-timeout-old-npu-driver)
+    Rule(Signal.CUDA_ERROR, "The aicore execution ", _c(r"The aicore execution (?:times out|is abnormal)")),
     Rule(Signal.CUDA_ERROR, "device-side assert", _c(r"device-side assert triggered")),
     Rule(Signal.CUDA_ERROR, "unspecified launch failure", _c(r"unspecified launch failure")),
     Rule(Signal.CUDA_ERROR, "CUDA error: ", _c(r"CUDA error: (?!out of memory|CUBLAS_STATUS_ALLOC_FAILED)[^\n]{0,200}")),
