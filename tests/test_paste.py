@@ -199,12 +199,20 @@ def test_a_paste_cut_at_a_fixed_width_gets_the_verdict_and_evidence_of_the_log_i
 
 
 def test_only_lines_cut_at_the_widest_width_with_their_rest_below_make_a_wrapped_paste():
-    cut = "x" * 70
-    assert paste_of(f"{cut}\nrest one\n{cut}\nrest two\nshort\n".encode(), whole=True).wrap == 70
-    assert paste_of(f"{cut}\n rest after a space\n{cut}\nrest two\n".encode(), whole=True).wrap == 70
+    one, two = "x" * 70, "w" * 70
+    assert paste_of(f"{one}\nrest one\n{two}\nrest two\nshort\n".encode(), whole=True).wrap == 70
+    assert paste_of(f"{one}\n rest after a space\n{two}\nrest two\n".encode(), whole=True).wrap == 70
     # equally long lines that each start a record, or are followed by a traceback or its frames
-    header = "INFO 12-13 10:31:12 engine.py:280] Waiting for 1 local, 0 remote core engine proc(s) to start."
-    assert paste_of(f"{header}\n{header}\n{header}\n".encode(), whole=True).wrap is None
-    assert paste_of(f"{cut}\nTraceback (most recent call last):\n{cut}\n  File \"x\"\n".encode(), whole=True).wrap is None
-    assert paste_of(b"y" * 50 + b"\nrest\n" + b"y" * 50 + b"\nrest\n", whole=True).wrap is None  # too narrow
-    assert paste_of(f"{cut}\nrest one\n{cut[:-1]}\nrest two\n".encode(), whole=True).wrap is None  # one at the widest
+    header = "INFO 12-13 10:31:12 engine.py:280] Waiting for {} local, 0 remote core engine proc(s) to start."
+    assert paste_of("\n".join(header.format(n) for n in range(3, 6)).encode(), whole=True).wrap is None
+    assert paste_of(f"{one}\nTraceback (most recent call last):\n{two}\n  File \"x\"\n".encode(), whole=True).wrap is None
+    assert paste_of(b"y" * 50 + b"\nrest\n" + b"v" * 50 + b"\nrest\n", whole=True).wrap is None  # too narrow
+    assert paste_of(f"{one}\nrest one\n{two[:-1]}\nrest two\n".encode(), whole=True).wrap is None  # one at the widest
+
+
+def test_a_long_line_printed_twice_or_lines_wider_than_any_terminal_are_no_wrap():
+    """Seen in an unlabelled vLLM issue body: lscpu's ``Flags:`` line printed twice, each time before a bare line."""
+    flags = "Flags:" + " fpu vme de pse tsc msr" * 10
+    assert paste_of(f"{flags}\nHypervisor vendor: KVM\n{flags}\nHypervisor vendor: KVM\n".encode(), whole=True).wrap is None
+    wide = "z" * 500
+    assert paste_of(f"{wide}\nrest one\n{wide[:-1]}y\nrest two\n".encode(), whole=True).wrap is None

@@ -38,7 +38,11 @@ HEAD_BYTES = 64 << 10
 _WHITESPACE = b" \t"
 _WRAP_MIN_WIDTH = 60
 """Narrower than this, a run of equally long lines is no sign of a wrap."""
+_WRAP_MAX_WIDTH = 400
+"""Wider than a terminal or a paste box gets: equally long lines that wide are not a wrap."""
 _WRAP_MIN_LINES = 2
+_WRAP_SPIKE = 10
+"""A cut makes a spike: at least as many lines exactly at the width as in the ten characters below it."""
 """Lines the head needs at exactly its widest width, most followed by their tails, to be taken as wrapped."""
 _NOT_TAILS = ("Traceback", "  ", "\t", "File ")
 """How a line after a full-width line starts when it is a traceback, not the rest of the line (which may
@@ -75,12 +79,15 @@ def paste_of(head: bytes, whole: bool) -> Paste:
 
 
 def _wrap_width(lines: list[str]) -> int | None:
-    """The width of the head's longest lines, when at least two are exactly that wide and most of them are
-    followed by a bare line that does not start a traceback or a frame: the rest of a line cut there."""
+    """The width of the head's longest lines, when at least two different ones are exactly that wide (and no
+    fewer than are a little narrower: a cut piles lines up at its width) and most of them are followed by a
+    bare line that does not start a traceback or a frame: the rest of a line cut there."""
     widest = max(map(len, lines), default=0)
     cut = [i for i, line in enumerate(lines[:-1]) if len(line) == widest]
-    if widest < _WRAP_MIN_WIDTH or len(cut) < _WRAP_MIN_LINES:
-        return None
+    if not _WRAP_MIN_WIDTH <= widest <= _WRAP_MAX_WIDTH or len({lines[i] for i in cut}) < _WRAP_MIN_LINES:
+        return None  # one line printed twice (lscpu's flags) is no cut
+    if len(cut) < sum(widest - _WRAP_SPIKE <= len(line) < widest for line in lines):
+        return None  # no spike at the widest width: lines of every length, a few as long as the longest
     tails = 0
     for i in cut:
         follower = pieces(lines[i + 1], 0)[0]
