@@ -1,20 +1,26 @@
-"""Undo the indentation a paste gave every line of a log.
+"""Undo what a paste did to every line of a log: an indentation, doubled line breaks, a cut at one width.
 
 A log pasted as a markdown code block indented by four spaces, or quoted inside an indented list item,
 carries the same leading whitespace on every line.  Left in place it hides what is read only at a line's
 start (a quote's ``>`` before NCCL's lines, kubectl's stamp) and makes the tail of a hard-wrapped line
 (``    : 0 reqs, Pending: 0 reqs, GPU KV cache usage: 5.3%``) look like an indented continuation, so the
-stats line it ends is never read.  The whitespace every non-blank line of
-the input's head shares is removed from each line that starts with it.  A log never indents all of its
-lines: a pasted traceback keeps its own indentation, because its ``Traceback (most recent call last):``
-line (or any header) is not indented, so nothing is shared.  A paste cut from inside one indented block
-(a traceback's frames, a py-spy dump) loses only what all its lines share: their order and relative
-indentation stay, and every corpus case of that shape gets the same verdict either way.
+stats line it ends is never read.  The whitespace every non-blank line of the input's head shares is
+removed from each line that starts with it.  A log never indents all of its lines: a pasted traceback
+keeps its own indentation, because its ``Traceback (most recent call last):`` line (or any header) is not
+indented, so nothing is shared.  A paste cut from inside one indented block (a traceback's frames, a
+py-spy dump) loses only what all its lines share: their order and relative indentation stay, and every
+corpus case of that shape gets the same verdict either way.
 
 A paste that doubled every line break (a web page copied with a blank line after each line) is read
 with the one blank line after each line skipped: a blank line ends a record, so left in place it cut every
 traceback and every hard-wrapped line in two.  The head must show it on every line (no two lines of text
 together, at least three of them); a blank line beyond the doubled one still ends a record.
+
+A paste that a terminal or a paste box cut at one width shows it as lines piled up at exactly that width,
+each followed by the rest of its line; the rest may start with anything (``OpType=_ALLGATHER_BA`` |
+``SE, NumelIn=…``), so a line of that width is marked ``cut`` and ``records.joins`` continues it on the
+next bare line.  Such pastes are read line by line (``extract`` searches a record with a cut line whole:
+the cut may fall inside a rule's literal).
 
 Line numbers are kept (only bytes within lines go, and skipped lines keep their numbers), so evidence
 still points at the line the user sees.
@@ -41,9 +47,9 @@ _WRAP_MIN_WIDTH = 60
 _WRAP_MAX_WIDTH = 400
 """Wider than a terminal or a paste box gets: equally long lines that wide are not a wrap."""
 _WRAP_MIN_LINES = 2
+"""Different lines the head needs at exactly its widest width, most followed by their tails, to be taken as cut."""
 _WRAP_SPIKE = 10
 """A cut makes a spike: at least as many lines exactly at the width as in the ten characters below it."""
-"""Lines the head needs at exactly its widest width, most followed by their tails, to be taken as wrapped."""
 _NOT_TAILS = ("Traceback", "  ", "\t", "File ")
 """How a line after a full-width line starts when it is a traceback, not the rest of the line (which may
 start with the one space the cut fell before)."""
