@@ -221,7 +221,7 @@ def test_each_job_gets_its_own_verdict(cluster, tmp_path):
     progress = jobs[job_of["progress"]]
     mover = _by_name(document)["progress-rank0"]
     assert progress["kind"] == "slow", [(t["name"], t["category"], t["motion"], t["frames"][:2]) for t in mover["threads"]]
-    assert any(t["motion"] == "moving" and t["category"] == "compute" for t in mover["threads"])
+    assert any(t["motion"] == "moving" and t["category"] == "compute" for t in mover["threads"]), [(t["name"], t["category"], t["motion"], t["frames"][:3]) for t in mover["threads"]]
     assert cluster["second"][:8] in " ".join(e["source"] for e in progress["evidence"])
 
 
