@@ -224,3 +224,28 @@ def test_a_ray_worker_named_by_two_tags_keeps_its_last_line_in_a_counted_window(
     lines = [RECEIVED, ADDED, ACCESS] * 30 + [nested] + [RECEIVED, ADDED, ACCESS] * 30
     for size in (1000, 5000, 1 << 16):
         _same_everywhere(write_log(tmp_path / f"ray-{size}.log", lines), monkeypatch, window_bytes=size)
+
+
+@pytest.mark.parametrize("backend", BULK)
+def test_only_the_lines_naming_unseen_processes_are_read_line_by_line(backend, tmp_path, monkeypatch):
+    """A log that ends in an NCCL watchdog's ``[rankN]:`` lines: its request lines are still planned, and only
+    the span from the first such line to the last is read line by line (it was the whole 8 MiB window)."""
+    requests = [RECEIVED, ADDED, ACCESS] * 300
+    watchdog = [
+        "[rank0]:[E1020 15:01:56.081662161 ProcessGroupNCCL.cpp:684] [Rank 0] Watchdog caught collective operation"
+        " timeout: WorkNCCL(SeqNum=20585, OpType=ALLREDUCE, NumelIn=8192, NumelOut=8192, Timeout(ms)=600000) ran"
+        " for 600080 milliseconds before timing out.",
+        "INFO 10-20 15:01:57 metrics.py:351] Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 0.0"
+        " tokens/s, Running: 2 reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: 1.0%, CPU KV cache"
+        " usage: 0.0%.",
+        "[rank1]:[E1020 15:01:56.081662161 ProcessGroupNCCL.cpp:684] [Rank 1] Watchdog caught collective operation"
+        " timeout: WorkNCCL(SeqNum=20585, OpType=ALLREDUCE, NumelIn=8192, NumelOut=8192, Timeout(ms)=600000) ran"
+        " for 600080 milliseconds before timing out.",
+    ]
+    after = [ACCESS] * 5
+    data = "\n".join(requests + watchdog + after).encode()
+    searches = bulk.engine(backend).searches
+    starts = memoryview(searches.line_starts(data)[0]).cast("q")
+    parts = [(len(starts), cued) for _, starts, cued in bulk._cut_at_cues([(data, starts)], searches)]
+    assert parts == [(len(requests), False), (len(watchdog), True), (len(after), False)]
+    _same_everywhere(write_log(tmp_path / "watchdog.log", requests + watchdog + after), monkeypatch)

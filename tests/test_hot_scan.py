@@ -103,7 +103,7 @@ POOL = _pool()
 
 def _same_searches(data: bytes) -> None:
     assert NATIVE is not None
-    for name in ("hot", "cues", "proc_tags", "line_starts", "colour", "strip_colour"):
+    for name in ("hot", "cue_span", "proc_tags", "line_starts", "colour", "strip_colour"):
         assert getattr(NATIVE, name)(data) == getattr(PYTHON, name)(data), name
 
 

@@ -95,18 +95,28 @@ static int bare_role_at(const char *p, size_t n, const char *e) {
     return 0;
 }
 
-static int bare_role_cue(const char *data, const char *e) {
+/* The lines holding the window's cues: the first and the last hit seen so far. */
+typedef struct {
+    const char *first, *last;
+} Span;
+
+static void widen(Span *span, const char *hit) {
+    if (!span->first || hit < span->first) span->first = hit;
+    if (!span->last || hit > span->last) span->last = hit;
+}
+
+/* Every role name followed by \S* ' ' LEVEL ' ' (and no " pid="): a process named without a tag. */
+static void bare_role_cues(const char *data, const char *e, Span *span) {
     /* "APIServer" and "ApiServer" share their first byte, and every API server line has one: one pass for both */
     for (const char *p = data; p < e && (p = memchr(p, 'A', (size_t)(e - p))) != NULL; p++)
         if (e - p >= 9 && (memcmp(p, "APIServer", 9) == 0 || memcmp(p, "ApiServer", 9) == 0) && bare_role_at(p, 9, e))
-            return 1;
+            widen(span, p);
     static const char *names[] = {"EngineCore", "Worker"};
     for (int i = 0; i < 2; i++) {
         size_t n = strlen(names[i]);
         for (const char *p = find(data, e, names[i], n); p; p = find(p + 1, e, names[i], n))
-            if (bare_role_at(p, n, e)) return 1;
+            if (bare_role_at(p, n, e)) widen(span, p);
     }
-    return 0;
 }
 
 /* Length of the role name after '(' at s (0: none). */
@@ -153,19 +163,37 @@ static int role_tags_without_pid(const char *data, const char *e) {
     return count[0] != count[1];
 }
 
-static PyObject *cues(PyObject *self, PyObject *arg) {
+/* The start of the line holding p. */
+static const char *line_start(const char *data, const char *p) {
+    while (p > data && p[-1] != '\n') p--;
+    return p;
+}
+
+/* cue_span(window) -> (start of the first line with a cue, start of the last one), or None: the lines that name
+ * a process where the tag search cannot see it (glog [rankN]:, NCCL, vllm-omni's [Stage-N], bare role names;
+ * role tags without pid= are counted, not placed: they make the whole window the span). */
+static PyObject *cue_span(PyObject *self, PyObject *arg) {
     Py_buffer view;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
     const char *data = view.buf, *e = data + view.len;
-    int cue = 0;
-    for (const char *p = find(data, e, "[rank", 5); p && !cue; p = find(p + 1, e, "[rank", 5)) {
+    Span span = {NULL, NULL};
+    for (const char *p = find(data, e, "[rank", 5); p; p = find(p + 1, e, "[rank", 5)) {
         const char *q = p + 5;
         while (q < e && *q != ']' && *q != '\n') q++;
-        cue = q + 1 < e && *q == ']' && q[1] == ':';
+        if (q + 1 < e && *q == ']' && q[1] == ':') widen(&span, p);
     }
-    cue = cue || find_at(data, e, " NCCL ", 6, 4) != NULL || find(data, e, "[Stage-", 7) != NULL || bare_role_cue(data, e) || role_tags_without_pid(data, e);
+    for (const char *p = find_at(data, e, " NCCL ", 6, 4); p; p = find_at(p + 1, e, " NCCL ", 6, 4)) widen(&span, p);
+    for (const char *p = find(data, e, "[Stage-", 7); p; p = find(p + 1, e, "[Stage-", 7)) widen(&span, p);
+    bare_role_cues(data, e, &span);
+    if (role_tags_without_pid(data, e)) {
+        widen(&span, data);
+        widen(&span, e);
+    }
+    PyObject *result = span.first ? Py_BuildValue("(nn)", (Py_ssize_t)(line_start(data, span.first) - data),
+                                                  (Py_ssize_t)(line_start(data, span.last) - data))
+                                  : Py_NewRef(Py_None);
     PyBuffer_Release(&view);
-    return PyBool_FromLong(cue);
+    return result;
 }
 
 static PyObject *line_starts(PyObject *self, PyObject *arg) {
@@ -356,7 +384,7 @@ static PyObject *strip_colour(PyObject *self, PyObject *arg) {
 static PyMethodDef methods[] = {
     {"hot_scan", hot_scan, METH_O, "Request lines of a window that can be counted (see engdiag/logs/hotscan.py)."},
     {"proc_tags", proc_tags, METH_O, "Distinct process tags with a pid, as bulk._TAG.findall finds them."},
-    {"cues", cues, METH_O, "Does the window name a process where the tag search cannot see it?"},
+    {"cue_span", cue_span, METH_O, "The first and last line starts of the lines naming a process the tag search cannot see."},
     {"line_starts", line_starts, METH_O, "Offsets of the window's line starts (int64) and the longest line."},
     {"read_window", read_window, METH_VARARGS, "carry + bytes read, cut after the last newline read (see above)."},
     {"newlines", newlines, METH_VARARGS, "How many newlines buffer[:end] holds."},

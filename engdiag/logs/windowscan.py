@@ -1,8 +1,8 @@
 """Window-level searches of the bulk planner, in Python; ``engdiag/logs/_scan.c`` has their C twins.
 
-- ``cues``: does the window name a process where the bulk tag search cannot see
-  it (glog ``[rankN]:``, vllm-omni's ``[Stage-N]``, NCCL, bare role names, role tags without ``pid=``)?  Then
-  the window is read line by line;
+- ``cue_span``: the lines of the window that name a process where the bulk tag search cannot see
+  it (glog ``[rankN]:``, vllm-omni's ``[Stage-N]``, NCCL, bare role names, role tags without ``pid=``),
+  from the first to the last: they are read line by line;
 - ``proc_tags``: the distinct process tags with a pid (a superset of the
   processes: each is confirmed by the exact parser);
 - ``line_starts``: offsets of the window's line starts (and the longest line);
@@ -40,15 +40,23 @@ _TAG = re.compile(rb"(\(([^()\n]{1,250}?) pid=(\d+)(?:, ip=([^)\s]*))?\))")
 """Every process tag with a pid, and more (a superset: each is checked by the exact parser)."""
 
 
-def cues(data: bytes) -> bool:
-    """Processes named where the tag search cannot see them (each search behind a cheap ``in``)."""
-    if b"[rank" in data and _RANK.search(data) is not None:
-        return True
-    if b" NCCL " in data or b"[Stage-" in data:
-        return True
-    if any(role.search(data) is not None for role in _BARE_ROLES):
-        return True
-    return len(_ROLE_TAG.findall(data)) != len(_ROLE_TAG_PID.findall(data))
+def cue_span(data: bytes) -> tuple[int, int] | None:
+    """The line starts of the first and the last line that name a process where the tag search cannot see it.
+
+    Role tags without ``pid=`` are counted, not placed: where some are, the whole window is the span.
+    The lines between are read line by line; the window's other lines can still be planned.
+    """
+    hits = [match.start() for match in _RANK.finditer(data)] if b"[rank" in data else []
+    for literal in (b" NCCL ", b"[Stage-"):
+        if (first := data.find(literal)) != -1:
+            hits += [first, data.rfind(literal)]
+    for role in _BARE_ROLES:
+        hits += [match.start() for match in role.finditer(data)]
+    if len(_ROLE_TAG.findall(data)) != len(_ROLE_TAG_PID.findall(data)):
+        hits += [0, len(data)]
+    if not hits:
+        return None
+    return data.rfind(b"\n", 0, min(hits)) + 1, data.rfind(b"\n", 0, max(hits)) + 1
 
 
 def proc_tags(data: bytes) -> set[tuple[bytes, bytes, bytes, bytes]]:
@@ -77,7 +85,7 @@ class Searches:
     """One implementation of the window-level searches."""
 
     hot: HotScan
-    cues: Callable[[bytes], bool]
+    cue_span: Callable[[bytes], tuple[int, int] | None]
     proc_tags: Callable[[bytes], set[tuple[bytes, bytes, bytes, bytes]]]
     line_starts: Callable[[bytes], tuple[bytes, int]]
     colour: Callable[[bytes], bool]
@@ -86,7 +94,7 @@ class Searches:
     """Reads a window in one object (C only: in Python, read + join is as fast as it gets)."""
 
 
-PYTHON = Searches(hot_scan, cues, proc_tags, line_starts, colour, strip_colour)
+PYTHON = Searches(hot_scan, cue_span, proc_tags, line_starts, colour, strip_colour)
 
 
 def native() -> Searches | None:
@@ -95,5 +103,5 @@ def native() -> Searches | None:
         return None
     from engdiag.logs import _scan  # type: ignore[attr-defined]
 
-    return Searches(_scan.hot_scan, _scan.cues, _scan.proc_tags, _scan.line_starts, _scan.colour,
+    return Searches(_scan.hot_scan, _scan.cue_span, _scan.proc_tags, _scan.line_starts, _scan.colour,
                     _scan.strip_colour, _scan.read_window)
