@@ -231,16 +231,14 @@ def test_only_the_lines_naming_unseen_processes_are_read_line_by_line(backend, t
     """A log that ends in an NCCL watchdog's ``[rankN]:`` lines: its request lines are still planned, and only
     the span from the first such line to the last is read line by line (it was the whole 8 MiB window)."""
     requests = [RECEIVED, ADDED, ACCESS] * 300
+    timeout = ("Watchdog caught collective operation timeout: WorkNCCL(SeqNum=20585, OpType=ALLREDUCE,"
+               " NumelIn=8192, NumelOut=8192, Timeout(ms)=600000) ran for 600080 milliseconds before timing out.")
+    stats = ("INFO 10-20 15:01:57 metrics.py:351] Avg prompt throughput: 0.0 tokens/s, Avg generation throughput:"
+             " 0.0 tokens/s, Running: 2 reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: 1.0%.")
     watchdog = [
-        "[rank0]:[E1020 15:01:56.081662161 ProcessGroupNCCL.cpp:684] [Rank 0] Watchdog caught collective operation"
-        " timeout: WorkNCCL(SeqNum=20585, OpType=ALLREDUCE, NumelIn=8192, NumelOut=8192, Timeout(ms)=600000) ran"
-        " for 600080 milliseconds before timing out.",
-        "INFO 10-20 15:01:57 metrics.py:351] Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 0.0"
-        " tokens/s, Running: 2 reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: 1.0%, CPU KV cache"
-        " usage: 0.0%.",
-        "[rank1]:[E1020 15:01:56.081662161 ProcessGroupNCCL.cpp:684] [Rank 1] Watchdog caught collective operation"
-        " timeout: WorkNCCL(SeqNum=20585, OpType=ALLREDUCE, NumelIn=8192, NumelOut=8192, Timeout(ms)=600000) ran"
-        " for 600080 milliseconds before timing out.",
+        f"[rank0]:[E1020 15:01:56.081662161 ProcessGroupNCCL.cpp:684] [Rank 0] {timeout}",
+        stats,
+        f"[rank1]:[E1020 15:01:56.081662161 ProcessGroupNCCL.cpp:684] [Rank 1] {timeout}",
     ]
     after = [ACCESS] * 5
     data = "\n".join(requests + watchdog + after).encode()

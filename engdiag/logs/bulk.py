@@ -35,7 +35,7 @@ from engdiag.logs.counting import COUNTABLE, Count, Found, hot_window, scan_wind
 from engdiag.logs.engines import Finder, finder, literal_bytes, searches
 from engdiag.logs.events import Event, Proc
 from engdiag.logs.hotscan import HOT_LITERALS, HotScan
-from engdiag.logs.blocks import Lines, Starts, windows
+from engdiag.logs.blocks import Lines, windows
 from engdiag.logs.windowscan import Searches
 
 TagSearch = Callable[[bytes], set[tuple[bytes, bytes, bytes, bytes]]]
