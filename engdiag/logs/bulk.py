@@ -47,7 +47,7 @@ from engdiag.logs.scan import LineScanner
 
 WINDOW_BYTES = 8 << 20
 """Bytes searched at once: big enough to amortise the search, small enough for flat memory."""
-WINDOW_LINES = 1 << 16
+WINDOW_LINES = 1 << 17
 """Lines per window at most: memory is per line as much as per byte."""
 DENSE_SHARE = 8
 """A window with candidates on more than one line in this many is read line by line (planning would not pay)."""
