@@ -307,8 +307,8 @@ def test_a_rendezvous_short_of_members_that_crashed_first_is_that_crash(tmp_path
         "    store, rank, world_size = next(rendezvous_iterator)\n")
     verdict = _verdict(tmp_path, crashed_first)
     assert verdict.kind.value == "crashed" and "re-initialize CUDA" in verdict.headline
-    alone = crashed_first.split("Traceback", 1)[1]
-    assert _verdict(tmp_path, "Traceback" + alone).kind.value == "deadlocked"
+    alone = crashed_first.split("Traceback", 1)[1]  # no crash before it, and its own error cut off
+    assert _verdict(tmp_path, "Traceback" + alone).kind.value == "unknown"
 
 
 def test_an_exception_traceback_through_inductor_is_no_capture_of_compiling(tmp_path):
@@ -709,3 +709,31 @@ def test_torch_npus_aicore_timeout_after_a_shm_wait_is_a_device_fault_and_the_wa
         assert verdict.kind.value == "crashed" and "aicore" in verdict.headline
     assert _verdict(tmp_path, _SHM).kind.value == "healthy"
     assert _verdict(tmp_path, _SHM + "[Error]: The aicore execution finished.\n").kind.value == "healthy"
+
+
+_RENDEZVOUS = """\
+(EngineCore_0 pid=892803)   File "/py/torch/distributed/distributed_c10d.py", line 1710, in init_process_group
+(EngineCore_0 pid=892803)     store, rank, world_size = next(rendezvous_iterator)
+(EngineCore_0 pid=892803)                               ^^^^^^^^^^^^^^^^^^^^^^^^^
+(EngineCore_0 pid=892803)   File "/py/torch/distributed/rendezvous.py", line 230, in _tcp_rendezvous_handler
+(EngineCore_0 pid=892803)     store = _create_c10d_store(
+(EngineCore_0 pid=892803)             ^^^^^^^^^^^^^^^^^^^
+"""
+
+
+def test_a_traceback_through_the_rendezvous_is_decided_by_its_error_line(tmp_path):
+    """init_process_group raises inside the rendezvous both when members never join and when the store cannot
+    listen on its port (skyrl-vllm-engine-restart-eaddrinuse-rendezvous, dgx-spark-2node-rank1-never-joins-…):
+    the error line decides, and without it the verdict says it cannot."""
+    cut = _verdict(tmp_path, _RENDEZVOUS)
+    assert cut.kind.value == "unknown" and "EADDRINUSE" in cut.undecided and "clients joined" in cut.undecided
+    taken = _verdict(tmp_path, _RENDEZVOUS + (
+        "(EngineCore_0 pid=892803) torch.distributed.DistNetworkError: The server socket has failed to listen on any "
+        "local network address. port: 29500, useIpv6: false, code: -98, name: EADDRINUSE, message: address already "
+        "in use\n"))
+    assert taken.kind.value == "crashed" and "port" in taken.headline
+    assert any("ss -ltnp" in (step.command or "") for step in taken.next_steps)
+    joined = _verdict(tmp_path, _RENDEZVOUS + (
+        "(EngineCore_0 pid=892803) torch.distributed.DistStoreError: Timed out after 601 seconds waiting for clients. "
+        "1/4 clients joined.\n"))
+    assert joined.kind.value == "deadlocked" and "3 missing members" in joined.headline

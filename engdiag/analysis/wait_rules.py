@@ -28,6 +28,8 @@ Domain facts encoded here (docs/verdicts.md, "Waits"):
 
 from __future__ import annotations
 
+import re
+
 from engdiag.analysis.draft import Draft
 from engdiag.analysis.facts import Facts, is_startup_work, stalled
 from engdiag.analysis.timeline import is_progress
@@ -94,6 +96,8 @@ def unsatisfiable_wait(facts: Facts, root: Event) -> Verdict:
         working = _peer_still_starting(facts, root)
         if working is not None:
             return working
+    if _frame(root) is not None:  # a line naming the members or the address says more than a frame
+        root = next((e for e in facts.t.of(root.signal) if _frame(e) is None), root)
     same = {(e.source, e.line) for e in facts.t.of(root.signal)}
     candidates = [w for w in facts.model.waits if (w.source, w.line) in same]
     named = [w for w in candidates if w.on.startswith("peer ") or w.on.startswith("rank ")]
@@ -108,12 +112,12 @@ def unsatisfiable_wait(facts: Facts, root: Event) -> Verdict:
         f"{party} ({why})",
     }[root.signal]
     confidence = {Signal.COLLECTIVE_MISMATCH: 0.85, Signal.RENDEZVOUS_FAILED: 0.85}.get(root.signal, 0.75)
-    bare = root.data == Rendezvous()
-    if bare:  # only the traceback's frame through the rendezvous: the error saying who was missing is cut off
+    frame = _frame(root)
+    if frame is not None and (frame.error is None or _BIND_FAILED.search(frame.error)):
+        return _rendezvous_raised(facts, root, frame.error)
+    if frame is not None:  # only the traceback through the rendezvous, ending in an error that names no member
         confidence = 0.6
     draft = Draft(facts, Kind.DEADLOCKED, confidence, headline)
-    if bare:
-        draft.undecided = "the traceback's last line: 'N/M clients joined' names how many members never arrived"
     draft.generic_steps = False
     draft.cite(root, Role.ROOT_CAUSE, "a wait that can never be satisfied")
     if any(e.signal is Signal.FATAL_SIGNAL for e in facts.events):
@@ -125,6 +129,44 @@ def unsatisfiable_wait(facts: Facts, root: Event) -> Verdict:
         draft.cite(event, Role.CONSEQUENCE, "the engine core waits on the blocked workers")
     draft.cite_consequences(root)
     _comm_steps(draft, root)
+    return draft.done()
+
+
+def _frame(event: Event) -> Rendezvous | None:
+    """The rendezvous failure read from a traceback's frame only, if that is what this event is."""
+    return event.data if isinstance(event.data, Rendezvous) and event.data.what == "traceback" else None
+
+
+_BIND_FAILED = re.compile(r"server socket has failed to (?:bind|listen)|EADDRINUSE|[Aa]ddress already in use")
+"""torch's TCPStore could not listen on its port (c10d socket.cpp / TCPStoreLibUvBackend.cpp wording)."""
+
+
+def _rendezvous_raised(facts: Facts, root: Event, error: str | None) -> Verdict:
+    """init_process_group raised inside the rendezvous, where the TCP store is made.
+
+    Its error says which of two different faults it was: members that never all joined (``N/M clients
+    joined``: deadlocked; dgx-spark-2node-rank1-never-joins-hardwrapped) or a store that could not listen on its
+    port (EADDRINUSE: an earlier run or another job holds it, a set-up fault;
+    skyrl-vllm-engine-restart-eaddrinuse-rendezvous).  With the error cut off, the frame cannot tell them apart.
+    """
+    if error is not None:
+        draft = Draft(facts, Kind.CRASHED, 0.7, "crashed at start-up: the process-group store could not listen on "
+                      f"its port ({error[:120]}) — another process holds it, or the address is not this host's")
+        draft.cite(root, Role.ROOT_CAUSE, "the rendezvous failed to open its store")
+        draft.step("see what holds the store's port (an earlier run that did not exit, another job)",
+                   'ss -ltnp "sport = :${MASTER_PORT:-29500}"')
+        draft.step("or give this run a free port", "export MASTER_PORT=$((20000 + RANDOM % 20000))")
+        draft.generic_steps = False
+        return draft.done()
+    draft = Draft(facts, Kind.UNKNOWN, 0.35, "unknown: init_process_group raised inside the rendezvous and its error "
+                  "is cut off — members that never joined (deadlocked) and a store port already in use (a set-up "
+                  "fault) both end this way")
+    draft.cite(root, Role.ROOT_CAUSE, "the rendezvous raised here; the error line is cut off")
+    draft.undecided = ("the traceback's last line: 'N/M clients joined' names members that never arrived; "
+                       "EADDRINUSE / 'failed to listen' names a port already taken")
+    _comm_steps(draft, root)
+    draft.step("see whether something already holds the store's port", 'ss -ltnp "sport = :${MASTER_PORT:-29500}"')
+    draft.generic_steps = False
     return draft.done()
 
 

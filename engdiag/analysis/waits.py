@@ -172,7 +172,9 @@ def _collective_waits(facts: Facts) -> Iterable[Wait]:
 
 
 def _rendezvous(facts: Facts) -> Iterable[Wait]:
-    for event in facts.t.of(Signal.RENDEZVOUS_FAILED)[:2]:
+    failed = facts.t.of(Signal.RENDEZVOUS_FAILED)
+    named = [e for e in failed if not (isinstance(e.data, Rendezvous) and e.data.what == "traceback")]
+    for event in (named or failed)[:2]:  # a traceback's frame only where no line says more
         meet = event.data if isinstance(event.data, Rendezvous) else Rendezvous()
         if meet.what == "store":
             on, why = f"the TCP store at {meet.address}", "nothing answered at that address"
@@ -183,6 +185,11 @@ def _rendezvous(facts: Facts) -> Iterable[Wait]:
                 why += "; a rank advertised a loopback address, which no other node can reach"
         elif meet.what == "placement":
             on, why = "Ray placement group", "the cluster cannot place the requested GPUs"
+        elif meet.what == "traceback":
+            yield Wait(_label(event, "process-group rendezvous"), "the process-group store", "rendezvous", None,
+                       meet.error[:160] if meet.error else "it raised; the error line is cut off", None,
+                       event.source, event.line)
+            continue
         else:
             missing = (meet.expected or 0) - (meet.joined or 0)
             on = f"{plural(missing, 'missing member')}" if meet.expected else "missing members"

@@ -8,8 +8,36 @@ Whether such a wait can ever be satisfied is what separates deadlocked from slow
 
 from __future__ import annotations
 
+import re
+
 from engdiag.logs.events import NcclWork, Peer, Phase, Rendezvous, Signal, Timeout
-from engdiag.logs.patterns.base import Rule, _c, _const, _f, _i
+from engdiag.logs.patterns.base import Rule, _c, _const, _f, _i, last_exception
+
+_CLIENTS_JOINED = _c(r"Timed out after (?P<s>\d+) seconds waiting for clients\. (?P<j>\d+)/(?P<n>\d+) clients joined")
+_CONNECT_TIMEOUT = _c(r"timed out after (?P<n>\d+)(?P<unit>ms|s) while trying to connect to \((?P<addr>[^)\n]*)\)?")
+"""torch's c10d socket.cpp: "The client socket has timed out after 600000ms while trying to connect to (host,
+port)"; older releases print the limit in seconds ("after 1800s":
+openrlhf-vllm-weight-sync-group-docker-bridge-ip-unreachable, a store on an unreachable bridge address)."""
+
+
+def _joined(m: re.Match[str]) -> Rendezvous:
+    return Rendezvous(joined=int(m["j"]), expected=int(m["n"]), limit_s=_f(m["s"]))
+
+
+def _unreachable(m: re.Match[str]) -> Rendezvous:
+    return Rendezvous(limit_s=int(m["n"]) / (1000 if m["unit"] == "ms" else 1),
+                      address=m["addr"].replace(" ", "").rstrip(","), what="store")
+
+
+def _raised_in_rendezvous(error: str | None) -> Rendezvous:
+    """What a traceback through the rendezvous ends with: the members or the address when its error names them
+    (dp4-embed-task-tcpstore-1-of-4-clients-joined: the frame comes first in the record and wins it)."""
+    if error is not None and (joined := _CLIENTS_JOINED.search(error)) is not None:
+        return _joined(joined)
+    if error is not None and (unreachable := _CONNECT_TIMEOUT.search(error)) is not None:
+        return _unreachable(unreachable)
+    return Rendezvous(what="traceback", error=error)
+
 
 WAITS: tuple[Rule, ...] = (
     # waits on other parties ----------------------------------------------------------
@@ -70,31 +98,18 @@ WAITS: tuple[Rule, ...] = (
         _c(r"(?:gloo|pair\.cc)[^\n]*Connection reset by peer"),
         _const(Peer(detail="gloo: the peer reset the connection (it exited)")),
     ),
-    Rule(
-        Signal.RENDEZVOUS_FAILED,
-        "clients joined",
-        _c(r"Timed out after (?P<s>\d+) seconds waiting for clients\. (?P<j>\d+)/(?P<n>\d+) clients joined"),
-        lambda m, t: [Rendezvous(joined=int(m["j"]), expected=int(m["n"]), limit_s=_f(m["s"]))],
-    ),
-    Rule(
-        Signal.RENDEZVOUS_FAILED,
-        "while trying to connect to",
-        # torch's c10d socket.cpp: "The client socket has timed out after 600000ms while trying to connect to
-        # (host, port)"; older releases print the limit in seconds ("after 1800s":
-        # openrlhf-vllm-weight-sync-group-docker-bridge-ip-unreachable, a store on an unreachable bridge address)
-        _c(r"timed out after (?P<n>\d+)(?P<unit>ms|s) while trying to connect to \((?P<addr>[^)\n]*)\)?"),
-        lambda m, t: [Rendezvous(limit_s=int(m["n"]) / (1000 if m["unit"] == "ms" else 1),
-                                 address=m["addr"].replace(" ", "").rstrip(","), what="store")],
-    ),
+    Rule(Signal.RENDEZVOUS_FAILED, "clients joined", _CLIENTS_JOINED, lambda m, t: [_joined(m)]),
+    Rule(Signal.RENDEZVOUS_FAILED, "while trying to connect to", _CONNECT_TIMEOUT, lambda m, t: [_unreachable(m)]),
     # A traceback through the rendezvous itself: torch's init_process_group raised inside
-    # ``store, rank, world_size = next(rendezvous_iterator)`` (distributed_c10d.py), i.e. the store never
-    # gathered its members or could not be reached; the error line may be cut off
-    # (dgx-spark-2node-rank1-never-joins-hardwrapped: 1/2 clients joined, the line fell past the paste).
+    # ``store, rank, world_size = next(rendezvous_iterator)`` (distributed_c10d.py), where the TCP store is made:
+    # its members never all joined (dgx-spark-2node-rank1-never-joins-hardwrapped: 1/2 clients joined), it could
+    # not be reached, or its port could not be bound (skyrl-vllm-engine-restart-eaddrinuse-rendezvous: EADDRINUSE
+    # after a restart).  The error line, which says which, is kept when the paste has it.
     Rule(
         Signal.RENDEZVOUS_FAILED,
         "next(rendezvous_iterator)",
         _c(r"next\(rendezvous_iterator\)"),
-        _const(Rendezvous()),
+        lambda m, t: [_raised_in_rendezvous(last_exception(t[m.end():]))],
     ),
     # torch's ProcessGroupGloo: "Gloo connectFullMesh failed with [...pair.cc:N] timed out connecting:
     # SO_ERROR: Connection refused, remote=[127.0.0.1]:<port> (rank=8, size=16, local=[127.0.0.1])" — the CPU
