@@ -737,3 +737,29 @@ def test_a_traceback_through_the_rendezvous_is_decided_by_its_error_line(tmp_pat
         "(EngineCore_0 pid=892803) torch.distributed.DistStoreError: Timed out after 601 seconds waiting for clients. "
         "1/4 clients joined.\n"))
     assert joined.kind.value == "deadlocked" and "3 missing members" in joined.headline
+
+
+_KV_CHECK = """\
+(EngineCore pid=47)   File "/v/vllm/v1/core/kv_cache_utils.py", line 2065, in get_kv_cache_configs
+(EngineCore pid=47)     _check_enough_kv_cache_memory(
+(EngineCore pid=47)   File "/v/vllm/v1/core/kv_cache_utils.py", line 717, in _check_enough_kv_cache_memory
+{deepest}"""
+
+
+def test_the_kv_cache_check_raising_is_the_kv_cache_not_fitting_even_with_its_message_cut(tmp_path):
+    """_check_enough_kv_cache_memory raises ValueError only when the KV cache does not fit
+    (rtx3090-boot-oom-kv-cache-check-defaults-fixed), and its message's opening says so when a paste cut the
+    rest (arc-b70-kv-cache-memory-bytes-10mib-short); a frame deeper than it is some other failure."""
+    raised = _verdict(tmp_path, _KV_CHECK.format(deepest="(EngineCore pid=47)     raise ValueError(\n"))
+    assert raised.kind.value == "fragmented" and raised.sub_kind.value == "exhaustion"
+    deeper = _verdict(tmp_path, _KV_CHECK.format(
+        deepest="(EngineCore pid=47)     needed_memory = get_needed_memory()\n"
+                '(EngineCore pid=47)   File "/v/vllm/v1/core/kv_cache_utils.py", line 90, in max_memory_usage_bytes\n'
+                "(EngineCore pid=47)     return sum(spec.max_memory_usage_bytes(vllm_config) for spec in specs)\n"))
+    assert deeper.kind.value != "fragmented"
+    cut = "(EngineCore pid=316) ValueError: To serve at least one request with the model's max seq len (100000), (4.26 GiB KV cach\n"
+    assert _verdict(tmp_path, cut).kind.value == "fragmented"
+    older = cut.replace("model's", "models's")
+    assert _verdict(tmp_path, older).kind.value == "fragmented"
+    assert _verdict(tmp_path, "INFO 04-17 08:12:24 [config.py:689] To serve at least one request with the "
+                              "defaults, set max_model_len\n").kind.value != "fragmented"

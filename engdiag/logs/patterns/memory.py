@@ -180,6 +180,16 @@ MEMORY: tuple[Rule, ...] = (
     Rule(Signal.CUDA_OOM, "Tried to allocate ", _c(rf"Tried to allocate {_SIZE}(?:\. GPU \d+ has a total| \(GPU \d+;)"), _oom),
     Rule(Signal.KV_CACHE_INSUFFICIENT, "No available memory for the cache blocks", _c(r"No available memory for the cache blocks")),
     Rule(Signal.KV_CACHE_INSUFFICIENT, "larger than the available KV cache memory", _c(r"larger than the available KV cache memory")),
+    # The same ValueError's opening, the rest cut by a paste ("… max seq len (100000), (4.26 GiB KV cach":
+    # arc-b70-kv-cache-memory-bytes-10mib-short); "models's" until 0.9, "model's" after.
+    Rule(Signal.KV_CACHE_INSUFFICIENT, "To serve at least one request with the",
+         _c(r"To serve at least one request with the models?'s max seq len")),
+    # A traceback whose deepest frame is ``raise ValueError(`` in kv_cache_utils.py's
+    # ``_check_enough_kv_cache_memory`` (``check_enough_kv_cache_memory`` before 0.10): both of its raises say
+    # the KV cache does not fit (no memory for the blocks; one max-length request needs more), so the frame
+    # decides when the message is cut off (rtx3090-boot-oom-kv-cache-check-defaults-fixed).
+    Rule(Signal.KV_CACHE_INSUFFICIENT, "check_enough_kv_cache_memory",
+         _c(r"in _?check_enough_kv_cache_memory[ \t]*\n[ \t]*raise ValueError\(")),
     Rule(
         Signal.KV_CACHE_INSUFFICIENT,
         "stored in KV cache",
