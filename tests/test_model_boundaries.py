@@ -763,3 +763,25 @@ def test_the_kv_cache_check_raising_is_the_kv_cache_not_fitting_even_with_its_me
     assert _verdict(tmp_path, older).kind.value == "fragmented"
     assert _verdict(tmp_path, "INFO 04-17 08:12:24 [config.py:689] To serve at least one request with the "
                               "defaults, set max_model_len\n").kind.value != "fragmented"
+
+
+_DP_SYNC = """\
+(Worker_DP0_TP0_EP0 pid=5609) ERROR 06-04 12:45:50 [multiproc_executor.py:932]   File "/w/model_runner_v1.py", line 1902, in _sync_batch_across_dp
+(Worker_DP0_TP0_EP0 pid=5609) ERROR 06-04 12:45:50 [multiproc_executor.py:932]     dist.all_reduce(tensor, group=get_dp_group().{group})
+(Worker_DP0_TP0_EP0 pid=5609) ERROR 06-04 12:45:50 [multiproc_executor.py:932]   File "/t/torch/distributed/c10d_logger.py", line 81, in wrapper
+(Worker_DP0_TP0_EP0 pid=5609) ERROR 06-04 12:45:50 [multiproc_executor.py:932]     return func(*args, **kwargs)
+{error}"""
+
+
+def test_a_cut_traceback_through_a_cpu_collective_leans_deadlocked_and_its_error_line_decides(tmp_path):
+    """A gloo (CPU) collective fails only on its peers (dp-two-node-extra-dp-allreduce-gloo-recv-timeout: one
+    node ran one DP all_reduce more); a GPU group's collective can also surface a device fault, so its frame
+    alone decides nothing, and a kept error line is read by its own rules."""
+    cut = _verdict(tmp_path, _DP_SYNC.format(group="cpu_group", error=""))
+    assert cut.kind.value == "deadlocked" and cut.confidence <= 0.5 and "Timed out waiting" in cut.undecided
+    assert any("TORCH_DISTRIBUTED_DEBUG" in (step.command or "") for step in cut.next_steps)
+    assert _verdict(tmp_path, _DP_SYNC.format(group="device_group", error="")).kind.value == "unknown"
+    faulted = _verdict(tmp_path, _DP_SYNC.format(group="cpu_group", error=(
+        "(Worker_DP0_TP0_EP0 pid=5609) ERROR 06-04 12:45:50 [multiproc_executor.py:932] RuntimeError: CUDA error: "
+        "an illegal memory access was encountered\n")))
+    assert faulted.kind.value == "crashed"

@@ -71,6 +71,10 @@ def _comm_steps(draft: Draft, event: Event) -> None:
                        "export VLLM_HOST_IP=$(hostname -I | cut -d' ' -f1)   # and MASTER_ADDR / --data-parallel-address")
             draft.step("check that every node and rank was launched and can open the port",
                        'nc -vz "$MASTER_ADDR" "${MASTER_PORT:-29500}"')
+    elif signal is Signal.PEER_LOST and isinstance(event.data, Peer) and event.data.cut:
+        draft.step("name the ranks and the collectives they disagree on", "export TORCH_DISTRIBUTED_DEBUG=DETAIL")
+        draft.step("read every data-parallel rank's log at that time: the rank that ran one collective fewer, or "
+                   "died, is the cause")
     elif signal is Signal.PEER_LOST and isinstance(event.data, Peer) and (event.data.detail or "").startswith(("UCX", "NIXL")):
         draft.step("check that the other instance is up and reachable for KV transfer (after a restart, "
                    "restart its peer too: survivors keep the old endpoints)")
@@ -117,7 +121,16 @@ def unsatisfiable_wait(facts: Facts, root: Event) -> Verdict:
         return _rendezvous_raised(facts, root, frame.error)
     if frame is not None:  # only the traceback through the rendezvous, ending in an error that names no member
         confidence = 0.6
+    cut = isinstance(root.data, Peer) and root.data.cut
+    if cut:
+        headline = ("deadlocked (likely): a CPU collective of the data-parallel group raised, and a gloo collective "
+                    "fails only on its peers")
+        confidence = 0.5
     draft = Draft(facts, Kind.DEADLOCKED, confidence, headline)
+    if cut:
+        draft.undecided = ("the traceback's last line: 'Timed out waiting … for recv' (a rank that never entered), "
+                           "'Connection closed/reset by peer' (a rank that died), 'op.preamble.length' (ranks that "
+                           "diverged)")
     draft.generic_steps = False
     draft.cite(root, Role.ROOT_CAUSE, "a wait that can never be satisfied")
     if any(e.signal is Signal.FATAL_SIGNAL for e in facts.events):

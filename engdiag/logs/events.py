@@ -320,6 +320,8 @@ class Peer:
 
     peer: str | None = None
     detail: str | None = None
+    cut: bool = False
+    """Read from a traceback's frames only: the error that would say how the collective failed is cut off."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -65,6 +65,19 @@ WAITS: tuple[Rule, ...] = (
         _c(r"NET/IB ?: ?(?:Got completion from peer (?P<peer>[\w.:]+)(?:<\d+>)? with (?:error|status)[ =]?(?P<st>\w+)|(?P<other>[^\n]*?(?:error|Error|failed)))"),
         lambda m, t: [Peer(peer=m["peer"], detail=f"InfiniBand/RoCE transport error{': ' + m['st'] if m['st'] else ''}")],
     ),
+    # A traceback through a collective of the data-parallel group's CPU (gloo) group, its error cut off
+    # (``dist.all_reduce(tensor, group=get_dp_group().cpu_group)`` in the per-step batch sync:
+    # dp-two-node-extra-dp-allreduce-gloo-recv-timeout, where one node ran one all_reduce more).  A gloo
+    # collective fails only on its peers: a recv that timed out, a peer that closed or reset the connection,
+    # a peer that sent another size; a GPU fault cannot surface there.  Where the error line is kept, the
+    # rules of those lines decide instead.
+    Rule(
+        Signal.PEER_LOST,
+        "cpu_group",
+        _c(r"\b(?:dist|distributed)\.(?:all_reduce|all_gather|broadcast|barrier|reduce|gather|scatter)\w*\([^\n]*cpu_group"),
+        lambda m, t: [] if last_exception(t[m.end():]) else [
+            Peer(detail="a CPU (gloo) collective raised; its error is cut off", cut=True)],
+    ),
     # KV-cache transfer between disaggregated prefill and decode instances: UCX's endpoint timeout
     # (UCS_ERR_ENDPOINT_TIMEOUT, status -80) and NIXL's remote disconnect say the other instance stopped
     # answering, so the transfer and the request waiting on it never complete
