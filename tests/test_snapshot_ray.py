@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -81,13 +82,17 @@ class Cluster:
         self.logs.append(log)
         return child
 
-    def node(self, name: str, args: list[str], alive: int, url: str, deadline: float) -> None:
+    def node(self, name: str, args: Callable[[], list[str]], alive: int, url: str, deadline: float) -> None:
         """Start a node and wait until the cluster lists ``alive`` live nodes; once more if Ray gave up.
 
-        ``ray start`` waits only 30 s for its raylet to register; a loaded machine can miss that.
+        ``ray start`` waits only 30 s for its raylet to register; a loaded machine can miss that.  The first
+        try's processes are ended and the second gets fresh ports: a raylet left from the first still holds
+        its ports, and Ray refuses a port another of its components uses.
         """
-        for _ in range(2):
-            child = self.start(name, args)
+        for attempt in range(2):
+            if attempt:
+                self.end(self.sessions.pop())
+            child = self.start(name, args())
 
             def registered():
                 if child.poll() is not None:
@@ -101,8 +106,13 @@ class Cluster:
 
     def stop(self) -> None:
         """End every process of the sessions this module started (Ray's own processes included)."""
+        self.end(*self.sessions)
+
+    @staticmethod
+    def end(*sessions: int) -> None:
+        """End every process of these sessions."""
         for sig in (signal.SIGTERM, signal.SIGKILL):
-            mine = [p for p in psutil.process_iter() if _session(p) in self.sessions]
+            mine = [p for p in psutil.process_iter() if _session(p) in sessions]
             for proc in mine:
                 try:
                     proc.send_signal(sig)
@@ -142,8 +152,8 @@ def cluster():
         running.start("head", _node_args(True, gcs, head_agent) + ["--dashboard-port", str(dashboard),
                                                                    "--temp-dir", str(folder / "t")])
         _wait("the head's dashboard", lambda: _get(f"{url}/api/version").get("ray_version"), deadline, running.logs)
-        running.node("node2", _node_args(False, gcs, _port()), 2, url, deadline)
-        running.node("silent", _node_args(False, gcs, head_agent), 3, url, deadline)  # agent port taken: no agent
+        running.node("node2", lambda: _node_args(False, gcs, _port()), 2, url, deadline)
+        running.node("silent", lambda: _node_args(False, gcs, head_agent), 3, url, deadline)  # agent port taken: no agent
         rows = _get(f"{url}/api/v0/nodes")["data"]["result"]["result"]
         head = next(r["node_id"] for r in rows if r["is_head_node"])
         agents = lambda: {r["node_id"] for r in rows if not r["is_head_node"]  # noqa: E731
