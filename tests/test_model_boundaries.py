@@ -785,3 +785,19 @@ def test_a_cut_traceback_through_a_cpu_collective_leans_deadlocked_and_its_error
         "(Worker_DP0_TP0_EP0 pid=5609) ERROR 06-04 12:45:50 [multiproc_executor.py:932] RuntimeError: CUDA error: "
         "an illegal memory access was encountered\n")))
     assert faulted.kind.value == "crashed"
+
+
+_V0_WORKER = ("(VllmWorkerProcess pid=42878) ERROR 08-04 16:54:59 [multiproc_worker_utils.py:238] Exception in worker "
+              "VllmWorkerProcess while processing method {method}{error}\n")
+
+
+def test_a_v0_worker_failing_in_the_memory_profile_leans_out_of_memory_unless_its_error_says_otherwise(tmp_path):
+    """V0's wrapper names the method a worker failed in; the profile run holds the largest batch it will ever
+    see, so a failure there with its error past the paste is most often memory
+    (qwen25vl-72b-gptq-10-images-video-profile-oom; the four mllama profile-run OOMs of the corpus)."""
+    cut = _verdict(tmp_path, _V0_WORKER.format(method="determine_num_available_blocks", error="."))
+    assert cut.kind.value == "fragmented" and cut.confidence <= 0.5 and "OutOfMemoryError" in cut.undecided
+    named = _verdict(tmp_path, _V0_WORKER.format(method="determine_num_available_blocks",
+                                                 error=": AssertionError: shapes do not match"))
+    assert named.kind.value == "crashed"
+    assert _verdict(tmp_path, _V0_WORKER.format(method="load_model", error=".")).kind.value != "fragmented"

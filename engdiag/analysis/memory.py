@@ -142,7 +142,7 @@ def allocating_sites(facts: Facts) -> list[Event]:
     "EngineCore hit an exception: Traceback ..." line): any other exception raised from the site on decides
     (vLLM issues 15453, 18580, 18851: a ValueError, a Triton error, an AssertionError inside profile_run).
     """
-    failures = [e for e in facts.t.of(Signal.EXCEPTION) if isinstance(e.data, Failure)]
+    failures = [e for e in facts.t.of(Signal.EXCEPTION, Signal.WORKER_EXCEPTION) if isinstance(e.data, Failure)]
     sites = [e for e in failures if (e.data.name or "").startswith(ALLOCATING)  # type: ignore[union-attr]
              and (not e.data.exception or _OUT_OF_MEMORY.search(e.data.exception))]  # type: ignore[union-attr]
     if not sites:

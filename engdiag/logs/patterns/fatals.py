@@ -70,7 +70,10 @@ def _timed_out_read(match: re.Match[str], text: str) -> Iterable[Payload]:
 
 
 _ALLOCATING_FRAMES = (
-    (re.compile(r"(?:\bin |\.)(?:determine_num_available_blocks|determine_available_memory|profile_run)\b"),
+    # a frame ("in profile_run"), a call (".profile_run("), or V0's worker wrapper naming the method it ran
+    # ("Exception in worker VllmWorkerProcess while processing method determine_num_available_blocks.":
+    # qwen25vl-72b-gptq-10-images-video-profile-oom, its traceback and error past the paste)
+    (re.compile(r"(?:\bin |\.|\bmethod )(?:determine_num_available_blocks|determine_available_memory|profile_run)\b"),
      "the memory-profiling run, which holds the largest batch it will ever see"),
     (re.compile(r"(?:\bin |\.)wake_up\b"), "sleep mode's wake-up, which re-allocates the weights and KV cache"),
     # allocating the KV-cache tensors right after the KV cache was sized (V1 and vllm-ascend model runners;
@@ -165,7 +168,8 @@ STALLS_TIMEOUTS_FATALS: tuple[Rule, ...] = (
     # such file or directory: '…', Traceback (most recent call last):" (vLLM issue 6276)
     Rule(Signal.WORKER_EXCEPTION, "Exception in worker",
          _c(r"Exception in worker (?P<w>\S+) while processing method (?P<m>\w+)(?:: (?P<e>.+?)(?:, Traceback \(|$))?"),
-         lambda m, t: [Failure(exception=last_exception(t) or (m["e"] or "").strip()[:300] or None, name=m["w"])]),
+         lambda m, t: [Failure(exception=last_exception(t) or (m["e"] or "").strip()[:300] or None,
+                               name=_traceback_site(t) or m["w"])]),
     Rule(
         Signal.WORKER_DIED,
         "died unexpectedly",
