@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gzip
 import random
+from itertools import pairwise
 from datetime import datetime
 
 import pytest
@@ -247,3 +248,22 @@ def test_only_the_lines_naming_unseen_processes_are_read_line_by_line(backend, t
     parts = [(len(starts), cued) for _, starts, cued in bulk._cut_at_cues([(data, starts)], searches)]
     assert parts == [(len(requests), False), (len(watchdog), True), (len(after), False)]
     _same_everywhere(write_log(tmp_path / "watchdog.log", requests + watchdog + after), monkeypatch)
+
+
+def test_a_line_said_to_start_its_own_record_never_continues_the_vllm_line_before_it():
+    """``starts_own_record`` lets the planner skip building the piece after a stats line; where it says
+    "certain", ``joins`` must agree, on every pair of adjacent corpus lines and the hot-scan pool."""
+    from engdiag.logs.lines import Shape, pieces
+    from engdiag.logs.quick import starts_own_record
+    from engdiag.logs.records import joins
+    from tests.test_hot_scan import POOL
+
+    lines = [line for case in sorted(CORPUS.glob("*/log.txt")) for line in case.read_text().splitlines()] + POOL
+    said = 0
+    for number, (prev_line, line) in enumerate(pairwise(lines)):
+        prev = pieces(prev_line, number)[-1]
+        if prev.shape is not Shape.VLLM or not starts_own_record(line.encode(), prev):
+            continue
+        said += 1
+        assert joins(prev, pieces(line, number + 1)[0]) is None, (prev_line, line)
+    assert said > 300, "the check should be certain for many lines after a vLLM line"

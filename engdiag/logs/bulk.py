@@ -41,7 +41,7 @@ from engdiag.logs.windowscan import Searches
 TagSearch = Callable[[bytes], set[tuple[bytes, bytes, bytes, bytes]]]
 from engdiag.logs.inputs import decode_line
 from engdiag.logs.lines import Piece, Shape, pieces
-from engdiag.logs.quick import hot_events, quick_piece
+from engdiag.logs.quick import hot_events, quick_piece, starts_own_record
 from engdiag.logs.records import joins, tracebackish
 from engdiag.logs.scan import LineScanner
 
@@ -166,7 +166,8 @@ def _hot(window: _Window, index: int, literals: set[int], source: str) -> list[E
     found = window.pieces(index)
     if len(found) != 1 or found[0].shape is not Shape.VLLM or not found[0].msg.strip() or tracebackish(found[0].msg):
         return None  # it might continue the record before it
-    if joins(found[0], window.pieces(index + 1)[0]) is not None:
+    nxt = index + 1
+    if not starts_own_record(window.lines[nxt], found[0]) and joins(found[0], window.pieces(nxt)[0]) is not None:
         return None
     return hot_events(found[0], literals, source)
 

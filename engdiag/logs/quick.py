@@ -72,6 +72,24 @@ def quick_piece(line: bytes, lineno: int) -> Piece | None:
     return None
 
 
+def starts_own_record(line: bytes, prev: Piece) -> bool:
+    """Certain, without building its piece, that this raw line does not continue ``prev`` (a vLLM line).
+
+    ``records.joins`` continues a vLLM line only with a line of the same header (a traceback) or a bare one;
+    a vLLM line from another file:line, or an access line, starts a record of its own.  False is "not
+    certain": the caller builds the piece.  Saves a piece per stats line in a busy log.
+    """
+    if not line.isascii() or b"\r" in line or b"|" in line or b"repeated" in line:
+        return False
+    match = _VLLM.match(line)
+    if match is not None:
+        _, _, _, mo, d, h, mi, s, path, number = match.groups()
+        if make_stamp(int(mo), int(d), int(h), int(mi), int(s)) is None:
+            return False
+        return f"{path.decode()}:{number.decode()}" != prev.fileinfo
+    return _ACCESS.match(line) is not None
+
+
 def _hot_literals() -> dict[int, str]:
     """Literal index → literal, for literals whose rules are plain first-match rules (no crash-dump every=True)."""
     hot: dict[int, str] = {}
