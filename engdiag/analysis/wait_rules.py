@@ -147,7 +147,7 @@ def unsatisfiable_wait(facts: Facts, root: Event) -> Verdict:
 
 def _frame(event: Event) -> Rendezvous | None:
     """The rendezvous failure read from a traceback's frame only, if that is what this event is."""
-    return event.data if isinstance(event.data, Rendezvous) and event.data.what == "traceback" else None
+    return event.data if isinstance(event.data, Rendezvous) and event.data.from_frame else None
 
 
 _BIND_FAILED = re.compile(r"server socket has failed to (?:bind|listen)|EADDRINUSE|[Aa]ddress already in use")

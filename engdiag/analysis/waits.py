@@ -173,7 +173,7 @@ def _collective_waits(facts: Facts) -> Iterable[Wait]:
 
 def _rendezvous(facts: Facts) -> Iterable[Wait]:
     failed = facts.t.of(Signal.RENDEZVOUS_FAILED)
-    named = [e for e in failed if not (isinstance(e.data, Rendezvous) and e.data.what == "traceback")]
+    named = [e for e in failed if not (isinstance(e.data, Rendezvous) and e.data.from_frame)]
     for event in (named or failed)[:2]:  # a traceback's frame only where no line says more
         meet = event.data if isinstance(event.data, Rendezvous) else Rendezvous()
         if meet.what == "store":
@@ -185,7 +185,7 @@ def _rendezvous(facts: Facts) -> Iterable[Wait]:
                 why += "; a rank advertised a loopback address, which no other node can reach"
         elif meet.what == "placement":
             on, why = "Ray placement group", "the cluster cannot place the requested GPUs"
-        elif meet.what == "traceback":
+        elif meet.from_frame:
             yield Wait(_label(event, "process-group rendezvous"), "the process-group store", "rendezvous", None,
                        meet.error[:160] if meet.error else "it raised; the error line is cut off", None,
                        event.source, event.line)

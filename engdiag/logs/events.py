@@ -313,6 +313,11 @@ class Rendezvous:
     frame through the rendezvous: its ``error`` says which, when the paste kept it)."""
     error: str | None = None
 
+    @property
+    def from_frame(self) -> bool:
+        """Read from a traceback's frame through the rendezvous only (its ``error``, when kept, says which)."""
+        return self.what == "traceback"
+
 
 @dataclass(frozen=True, slots=True)
 class Peer:

@@ -19,7 +19,7 @@ import re
 from itertools import pairwise
 
 from engdiag.logs.engines import literal_bytes
-from engdiag.logs.events import Event, Proc
+from engdiag.logs.events import Event, Proc, Stamp
 from engdiag.logs.extract import MAX_EVENT_TEXT
 from engdiag.logs.lines import Piece, Shape, make_stamp
 from engdiag.logs.patterns import RULES_BY_LITERAL
@@ -38,16 +38,31 @@ def _proc(name: bytes | None, pid: bytes | None) -> Proc | None:
     return None if name is None else Proc(name.decode(), int(pid or 0))
 
 
+def _plain(line: bytes) -> bool:
+    """A line the two strict patterns read exactly as ``lines.pieces`` does (see the module docstring)."""
+    return line.isascii() and b"\r" not in line and b"|" not in line and b"repeated" not in line
+
+
+def _vllm_line(line: bytes) -> tuple[re.Match[bytes], Stamp | None] | None:
+    """A vLLM logger line and its time (None when impossible: the line scanner's slower path says what that
+    means)."""
+    match = _VLLM.match(line)
+    if match is None:
+        return None
+    mo, d, h, mi, s = match.groups()[3:8]
+    return match, make_stamp(int(mo), int(d), int(h), int(mi), int(s))
+
+
 def quick_piece(line: bytes, lineno: int) -> Piece | None:
     """The piece ``lines.pieces`` would make of this raw line, when it is one of the two common shapes."""
-    if not line.isascii() or b"\r" in line or b"|" in line or b"repeated" in line:
+    if not _plain(line):
         return None
-    match = _VLLM.match(line)
-    if match is not None:
-        name, pid, level, mo, d, h, mi, s, path, number = match.groups()
-        stamp = make_stamp(int(mo), int(d), int(h), int(mi), int(s))
+    found = _vllm_line(line)
+    if found is not None:
+        match, stamp = found
         if stamp is None:
-            return None  # the line scanner's slower path says what an impossible time means
+            return None
+        name, pid, level, *_, path, number = match.groups()
         return Piece(
             lineno=lineno,
             shape=Shape.VLLM,
@@ -79,13 +94,13 @@ def starts_own_record(line: bytes, prev: Piece) -> bool:
     a vLLM line from another file:line, or an access line, starts a record of its own.  False is "not
     certain": the caller builds the piece.  Saves a piece per stats line in a busy log.
     """
-    if not line.isascii() or b"\r" in line or b"|" in line or b"repeated" in line:
+    if not _plain(line):
         return False
-    match = _VLLM.match(line)
-    if match is not None:
-        _, _, _, mo, d, h, mi, s, path, number = match.groups()
-        if make_stamp(int(mo), int(d), int(h), int(mi), int(s)) is None:
+    found = _vllm_line(line)
+    if found is not None:
+        if found[1] is None:
             return False
+        path, number = found[0].groups()[-2:]
         return f"{path.decode()}:{number.decode()}" != prev.fileinfo
     return _ACCESS.match(line) is not None
 
