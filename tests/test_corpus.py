@@ -56,12 +56,6 @@ UNDECIDABLE_FROM_THE_LOG = {
     # the reporter blames fired later, outside the log.  A bar or compile still moving at the end of a paste
     # is no evidence either way (ascend-glm5-w4a8-safetensors-load-hangs-forever froze mid-bar for good).
     "arbor-inference-job-timeout-while-downloading-model": ("slow", "compiling"),
-    # Blind round 6.  High in the thread: fourteen frames from the middle of mllama's vision-encoder forward;
-    # the CUDA OOM line and the profiling frames above the encoder both fall outside the paste.
-    "mllama-vision-encoder-oom-fixed-by-max-num-seqs-16": ("fragmented", "traceback's last line"),
-    # Blind round 7.  High in the thread: a worker traceback inside the attention forward; the maintainer's
-    # OOM line (hidden behind Ray's deserialisation error) falls past the paste.
-    "ray-deserialize-error-hides-gpu-oom-pp2-tp8": ("fragmented", "traceback's last line"),
     # Blind round 8.  High in the thread: a stage polling for two requests' payloads and the orchestrator's
     # abort; that the payload could never arrive is the fix PR's finding, in no line.
     "qwen3-tts-dropped-payload-stage1-300s-wait": ("deadlocked", "payload that never came"),
@@ -84,10 +78,7 @@ UNDECIDABLE_FROM_THE_LOG = {
     # Blind round 11.  High in the thread: the API server's traceback out of the event loop, cut before its
     # last line (KeyboardInterrupt: terminated, the startup probe's kill); the slow start-up is in no line.
     "gemma-startup-probe-kills-slow-traced-startup": ("slow", "traceback's last line"),
-    # Blind round 12.  High in the thread: fourteen frames of the GatedDeltaNet forward in the engine core; the
-    # CUDA OOM line (50 MiB asked, 56.88 MiB free) is past the paste.
-    "single-3090-gdn-multiturn-accumulated-context-oom": ("fragmented", "traceback's last line"),
-    # Low: the engine core's step traceback (step_with_batch_queue), cut before its last line; the timeout the
+    # Blind round 12.  Low: the engine core's step traceback (step_with_batch_queue), cut before its last line; the timeout the
     # maintainer read as an NCCL hang between PP stages is in no line.
     "multinode-pp-ray-qwen3-235b-execute-hang": ("deadlocked", "traceback's last line"),
     # Medium: "Using max model len 262144" and four ranks' rank assignment, then the author's own "# Get stuck
@@ -107,9 +98,6 @@ UNDECIDABLE_FROM_THE_LOG = {
     # Blind round 14.  Medium: nine V0 "Aborted request" lines and nothing else; that the client's timeout was
     # too short for long requests is later commenters' finding, and no stats line shows tokens flowing.
     "load-test-requests-aborted-client-timeout-too-short": ("slow", "stats with tokens flowing"),
-    # Medium: TRL's GRPO trainer's traceback into vLLM's _initialize_kv_caches, cut before its last line;
-    # the CUDA OOM the reporter names is past the paste.
-    "trl-grpo-accelerate-vllm-kv-cache-init-oom": ("fragmented", "traceback's last line"),
     # Medium: a worker's traceback through init_process_group's rendezvous, hard-wrapped and cut before its
     # error; the "1/2 clients joined" the issue quotes is past the paste.  Blind round 15 brought the same
     # frames ending in EADDRINUSE (skyrl-vllm-engine-restart-eaddrinuse-rendezvous, a port still held after a
@@ -118,11 +106,8 @@ UNDECIDABLE_FROM_THE_LOG = {
     # Blind round 15.  Medium: a torchrun banner, vLLM's "using nccl==2.28.9", and the reporter's "<nothing,
     # forever>"; the custom all-reduce P2P handshake they place the hang in prints no line.
     "l40s-custom-allreduce-p2p-init-hang": ("deadlocked", "lines after this point"),
-    # Blind round 16.  Low each: an engine core's traceback cut at _initialize_kv_caches (profiling, sizing and
-    # allocating the KV cache all run there; the reporter's OOM is past the paste), and vllm-ascend's shm
-    # acquire_read TimeoutError with the exception it caused cut off (the HcclAllGather allocation failure the
-    # title names is in no line).
-    "internvl3-78b-4xa100-40g-waiting-engine-then-kv-init-oom": ("fragmented", "traceback's last line"),
+    # Blind round 16.  Low: vllm-ascend's shm acquire_read TimeoutError with the exception it caused cut off
+    # (the HcclAllGather allocation failure the title names is in no line).
     "hccl-allgather-npu-alloc-fail-as-shm-timeout": ("fragmented", "traceback's last line"),
     # Blind round 17.  Medium: a weight-loading bar at 0/32 and the API server's poll three seconds later (the
     # lock the fix removed is in no line).  High: an engine core's traceback from step_fn whose cause, the Ray
@@ -133,16 +118,12 @@ UNDECIDABLE_FROM_THE_LOG = {
     "ray-cdag-pp-vlm-large-image-deadlock": ("deadlocked", "traceback's last line"),
     "benchmark-throughput-tp4-v100-oom-gpu-mem-util": ("fragmented", "traceback's last line"),
     "generate-hangs-prompt-exceeds-kv-block-capacity": ("fragmented", "snapshot"),
-    # Blind round 18, high: a V0 worker's traceback from the profile run into MiniCPM-V's vision encoder, cut
-    # before its error (the OOM of the dummy images the maintainers found is past the paste).
-    "minicpmv-profile-run-dummy-images-oom-l20": ("fragmented", "traceback's last line"),
-    # Blind round 19.  Medium: two engine-core tracebacks cut before their error (an NPU OOM on a 16k prompt;
-    # a maintainer's DP/EP OOM in the MLA forward with 809 requests running).  Medium and low: the step
+    # Blind round 19.  Medium: an engine-core traceback cut before its error at the busy loop (an NPU OOM on a
+    # 16k prompt; the frames below the loop are past the paste).  Medium and low: the step
     # timeout (sample_tokens, execute_model) with nothing else, the scheduler dump that would show a decode
     # step past the paste.  Low: NCCL's version line and nothing after it (the P2P hang NCCL_P2P_DISABLE=1
     # got past prints no line).
     "ascend-deepseek-16k-prompt-npu-oom-enginecore-fatal": ("fragmented", "traceback's last line"),
-    "deepseek-dp-ep-809-running-reqs-gpu-oom": ("fragmented", "traceback's last line"),
     "glm51-mtp-lmcache-workers-hang-sample-tokens-rpc-timeout": ("deadlocked", "scheduler dump"),
     "dsv4-pro-mtp-tp-worker-hang-shm-dequeue-timeout": ("deadlocked", "scheduler dump"),
     "qwen25vl-32b-tp2-nccl-p2p-init-hang-shm-timeout": ("deadlocked", "lines after this point"),

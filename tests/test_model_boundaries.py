@@ -801,3 +801,66 @@ def test_a_v0_worker_failing_in_the_memory_profile_leans_out_of_memory_unless_it
                                                  error=": AssertionError: shapes do not match"))
     assert named.kind.value == "crashed"
     assert _verdict(tmp_path, _V0_WORKER.format(method="load_model", error=".")).kind.value != "fragmented"
+
+
+_FORWARD = (
+    "(EngineCore pid=104) ERROR 03-02 10:11:12 [core.py:1012] EngineCore encountered a fatal error.\n"
+    "(EngineCore pid=104) ERROR 03-02 10:11:12 [core.py:1012] Traceback (most recent call last):\n"
+    '(EngineCore pid=104) ERROR 03-02 10:11:12 [core.py:1012]   File "/usr/lib/python3/dist-packages/vllm/v1/'
+    'worker/gpu_model_runner.py", line 2800, in execute_model\n'
+    "(EngineCore pid=104) ERROR 03-02 10:11:12 [core.py:1012]     model_output = self.model(\n"
+    '(EngineCore pid=104) ERROR 03-02 10:11:12 [core.py:1012]   File "/usr/lib/python3/dist-packages/torch/nn/'
+    'modules/module.py", line 1779, in _wrapped_call_impl\n'
+    "(EngineCore pid=104) ERROR 03-02 10:11:12 [core.py:1012]     return self._call_impl(*args, **kwargs)\n"
+    '(EngineCore pid=104) ERROR 03-02 10:11:12 [core.py:1012]   File "/usr/lib/python3/dist-packages/vllm/'
+    'model_executor/models/qwen3_next.py", line 900, in forward\n'
+    "(EngineCore pid=104) ERROR 03-02 10:11:12 [core.py:1012]     hidden_states = layer(positions, hidden_states)\n"
+    '(EngineCore pid=104) ERROR 03-02 10:11:12 [core.py:1012]   File "/usr/lib/python3/dist-packages/vllm/'
+    '{last}\n'
+    "{error}"
+)
+_IN_ATTENTION = 'model_executor/layers/mamba/gdn_linear_attn.py", line 991, in _forward_core'
+
+
+def test_a_traceback_cut_inside_a_models_forward_leans_out_of_memory(tmp_path):
+    """An exception raised inside the forward computation is, among the corpus's forward tracebacks cut
+    before their error, always an OOM (single-3090-gdn-multiturn-accumulated-context-oom, mllama-vision-
+    encoder-oom-fixed-by-max-num-seqs-16 and three more): a lean at 0.4 that names the line that decides."""
+    cut = _verdict(tmp_path, _FORWARD.format(last=_IN_ATTENTION, error=""))
+    assert cut.kind.value == "fragmented" and cut.confidence == 0.4 and "forward pass" in cut.headline
+    assert "OutOfMemoryError" in cut.undecided
+    assert any("--max-num-batched-tokens" in (step.command or "") for step in cut.next_steps)
+
+
+def test_a_forward_traceback_whose_error_is_kept_or_that_ends_elsewhere_is_read_otherwise(tmp_path):
+    """The lean is for a cut traceback only, ending in the computation itself: a kept error decides, a
+    collective below the forward fails on its peers, the sampler is where asynchronous device faults surface,
+    and model code that builds a layer (llm-d-dp16-dev-shm-exhausted-nccl-crashloop) is not the forward."""
+    prefix = "(EngineCore pid=104) ERROR 03-02 10:11:12 [core.py:1012] "
+    kept = _verdict(tmp_path, _FORWARD.format(last=_IN_ATTENTION, error=prefix + "AssertionError: shapes differ\n"))
+    assert kept.kind.value == "crashed"
+    for last in ('distributed/communication_op.py", line 14, in tensor_model_parallel_all_reduce',
+                 'model_executor/layers/sampler.py", line 300, in forward'):
+        assert _verdict(tmp_path, _FORWARD.format(last=last, error="")).kind.value != "fragmented", last
+    # a model's layer set-up reached without any forward above it
+    setup = _FORWARD.replace("in forward", "in __init__").replace("_wrapped_call_impl", "_apply").replace(
+        "in execute_model", "in load_model")
+    assert _verdict(tmp_path, setup.format(last=_IN_ATTENTION.replace("_forward_core", "_make_weights"),
+                                           error="")).kind.value != "fragmented"
+
+
+def test_a_traceback_cut_in_the_kv_cache_set_up_leans_out_of_memory(tmp_path):
+    """``_initialize_kv_caches`` profiles the peak, sizes the cache and allocates it: each step fails on memory
+    first (internvl3-78b-4xa100-40g-waiting-engine-then-kv-init-oom; V0's ``initialize_cache`` in
+    trl-grpo-accelerate-vllm-kv-cache-init-oom).  A kept error that is not about memory decides otherwise."""
+    head = ("ERROR 04-17 08:12:47 [core.py:387] EngineCore hit an exception: Traceback (most recent call last):\n"
+            'ERROR 04-17 08:12:47 [core.py:387]   File "/usr/lib/python3/dist-packages/vllm/v1/engine/core.py", '
+            "line 71, in __init__\n"
+            "ERROR 04-17 08:12:47 [core.py:387]     self._initialize_kv_caches(vllm_config)\n"
+            'ERROR 04-17 08:12:47 [core.py:387]   File "/usr/lib/python3/dist-packages/vllm/v1/engine/core.py", '
+            "line 138, in _initialize_kv_caches\n")
+    cut = _verdict(tmp_path, head)
+    assert cut.kind.value == "fragmented" and cut.confidence == 0.5 and "KV-cache set-up" in cut.headline
+    other = _verdict(tmp_path, head + "ERROR 04-17 08:12:47 [core.py:387] RuntimeError: Triton Error [CUDA]: "
+                     "invalid argument\n")
+    assert other.kind.value != "fragmented"

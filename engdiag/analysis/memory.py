@@ -23,7 +23,7 @@ from engdiag.analysis.draft import Draft
 from engdiag.analysis.facts import KV_HIGH_PCT, Facts
 from engdiag.analysis.verdict import Kind, MemoryKind, Role, Verdict
 from engdiag.logs.events import Event, Failure, Memory, Preemption, Signal
-from engdiag.logs.patterns import ALLOCATING
+from engdiag.logs.patterns import ALLOCATING, FORWARD
 from engdiag.units import format_bytes
 
 
@@ -171,11 +171,17 @@ def died_allocating(facts: Facts) -> Verdict | None:
     if not raised:
         return None
     where = raised[0].data.name.removeprefix(ALLOCATING)  # type: ignore[union-attr]
-    draft = Draft(facts, Kind.FRAGMENTED, 0.5, f"GPU memory exhausted (likely): the process died inside {where}")
+    forward = where == FORWARD
+    draft = Draft(facts, Kind.FRAGMENTED, 0.4 if forward else 0.5,
+                  f"GPU memory exhausted (likely): the process died inside {where}")
     draft.sub_kind = MemoryKind.EXHAUSTION
-    draft.cite(raised[0], Role.ROOT_CAUSE, "the traceback passes through that allocation")
-    draft.undecided = "the traceback's last line: torch.OutOfMemoryError confirms it"
-    draft.step("leave more of the GPU free", "--gpu-memory-utilization 0.8")
+    draft.cite(raised[0], Role.ROOT_CAUSE, "the traceback ends in that computation" if forward
+               else "the traceback passes through that allocation")
+    draft.undecided = ("the traceback's last line: torch.OutOfMemoryError confirms it; a shape, dtype or CUDA "
+                       "error names another fault" if forward
+                       else "the traceback's last line: torch.OutOfMemoryError confirms it")
+    if not forward:  # a forward pass's steps are the general ones: headroom for activations, a smaller step
+        draft.step("leave more of the GPU free", "--gpu-memory-utilization 0.8")
     return draft.done()
 
 

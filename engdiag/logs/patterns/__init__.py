@@ -17,7 +17,7 @@ import re
 
 from engdiag.logs.patterns.base import Rule, last_exception
 from engdiag.logs.patterns.captures import CAPTURES
-from engdiag.logs.patterns.fatals import ALLOCATING, STALLS_TIMEOUTS_FATALS
+from engdiag.logs.patterns.fatals import ALLOCATING, FORWARD, STALLS_TIMEOUTS_FATALS
 from engdiag.logs.patterns.guards import GUARDS, SHUTDOWN
 from engdiag.logs.patterns.memory import MEMORY, size_bytes
 from engdiag.logs.patterns.progress import PROGRESS
@@ -26,6 +26,7 @@ from engdiag.logs.patterns.waits import WAITS
 
 __all__ = [
     "ALLOCATING",
+    "FORWARD",
     "BAR_LITERALS",
     "HTTP_ERROR_LITERAL",
     "LITERALS",

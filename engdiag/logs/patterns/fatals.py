@@ -80,6 +80,12 @@ _ALLOCATING_FRAMES = (
     # ascend-qwen3next-kv-init-oom-gpu-util-0.85: NPU OOM at gpu_memory_utilization 0.85, the error line cut)
     (re.compile(r"(?:\bin |\.)(?:initialize_kv_cache|initialize_from_config)\b"),
      "the KV-cache allocation, which takes what the memory profile left"),
+    # the engine's KV-cache set-up, which profiles the peak, sizes the cache and allocates it, all three on
+    # the GPU's last free memory; V0's ``initialize_cache`` is the allocation alone
+    # (internvl3-78b-4xa100-40g-waiting-engine-then-kv-init-oom, trl-grpo-accelerate-vllm-kv-cache-init-oom:
+    # both OOMs past the paste)
+    (re.compile(r"\bin _initialize_kv_caches\b|\.initialize_cache\("),
+     "the KV-cache set-up, which profiles the peak and then sizes and allocates the cache on what is left"),
     (re.compile(r"(?:\bin |\.)capture_model\b"),
      "CUDA-graph capture, which allocates the graphs' memory pools after the KV cache took its share"),
 )
@@ -87,9 +93,40 @@ ALLOCATING = "allocating: "
 """Prefix of a traceback site where vLLM allocates most of the GPU at once."""
 
 
+_FRAME = re.compile(r'File "([^"]*)", line \d+, in ([\w<>]+)')
+_FORWARD_CODE = re.compile(r"model_executor/(?:models|layers)/|torch/nn/(?:modules/|functional\.py)|torch/_ops\.py|"
+                           r"<eval_with_key>")
+_NOT_THE_FORWARD = re.compile(r"/distributed/|layers/(?:sampler|rejection_sampler|logits_processor)\.py")
+_FORWARD_CALL = re.compile(r"forward|_call_impl")
+"""A frame of the forward itself (``forward``, ``_forward_core``, torch's ``_call_impl``): code under the model's
+folders also builds the model (llm-d-dp16-dev-shm-exhausted-nccl-crashloop: a fused-MoE layer's set-up ran out of
+/dev/shm, not of GPU memory)."""
+FORWARD = "the model's forward pass, whose activations grow with the batch"
+
+
+def _in_forward(text: str) -> bool:
+    """Does the traceback end inside a model's forward computation, below any collective or sampler?
+
+    An exception raised there comes from the computation itself: a tensor it could not allocate, a shape or
+    dtype check, a device fault surfacing at a launch (asynchronous faults mostly surface later, at a sync in
+    the sampler or output handling, which is excluded).  Every forward traceback of the corpus cut before
+    its error was an OOM (mllama-vision-encoder-oom-fixed-by-max-num-seqs-16, single-3090-gdn-multiturn-
+    accumulated-context-oom, deepseek-dp-ep-809-running-reqs-gpu-oom, ray-deserialize-error-hides-gpu-oom-
+    pp2-tp8, minicpmv-profile-run-dummy-images-oom-l20), and a long traceback is the one a paste cuts.  A
+    collective inside the forward (tensor-parallel all-reduce) fails on its peers: not this reading.
+    """
+    frames = _FRAME.findall(text)
+    if not frames or not _FORWARD_CODE.search(frames[-1][0]):
+        return False
+    below = frames[next(i for i, (path, _) in enumerate(frames) if _FORWARD_CODE.search(path)):]
+    return (any(_FORWARD_CALL.search(function) for _, function in below)
+            and not any(_NOT_THE_FORWARD.search(path) for path, _ in below))
+
+
 def _traceback_site(text: str) -> str | None:
     """Where in vLLM a traceback passes that says what the process was doing when it raised."""
-    return next((ALLOCATING + what for frames, what in _ALLOCATING_FRAMES if frames.search(text)), None)
+    site = next((ALLOCATING + what for frames, what in _ALLOCATING_FRAMES if frames.search(text)), None)
+    return site or (ALLOCATING + FORWARD if _in_forward(text) else None)
 
 
 STALLS_TIMEOUTS_FATALS: tuple[Rule, ...] = (
