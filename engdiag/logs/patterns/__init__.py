@@ -26,8 +26,8 @@ from engdiag.logs.patterns.waits import WAITS
 
 __all__ = [
     "ALLOCATING",
-    "FORWARD",
     "BAR_LITERALS",
+    "FORWARD",
     "HTTP_ERROR_LITERAL",
     "LITERALS",
     "LITERAL_PATTERN",
