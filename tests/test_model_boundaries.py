@@ -864,3 +864,79 @@ def test_a_traceback_cut_in_the_kv_cache_set_up_leans_out_of_memory(tmp_path):
     other = _verdict(tmp_path, head + "ERROR 04-17 08:12:47 [core.py:387] RuntimeError: Triton Error [CUDA]: "
                      "invalid argument\n")
     assert other.kind.value != "fragmented"
+
+
+_STORE_LOST = ("[rank30]:[W111 00:54:10.905768298 TCPStore.cpp:125] [c10d] recvValue failed on SocketImpl(fd=99, "
+               "addr=[::ffff:172.16.21.245]:38760, remote=[::ffff:172.16.11.34]:42643): Failed to recv, got 0 bytes. "
+               "Connection was likely closed. Did the remote server shutdown or crash?\n")
+
+
+def test_a_lost_tcp_store_is_a_dead_rank_zero_unless_an_operator_stopped_the_server_first(tmp_path):
+    """torch's store client saying its server closed the connection: the store's host (rank 0, the DP head's
+    vLLM) is gone and the ranks that poll it wait forever (dp16-headless-node-stuck-after-head-exit-tcpstore-
+    recv); after an operator's stop the same line is exit-time noise."""
+    lost = _verdict(tmp_path, _STORE_LOST)
+    assert lost.kind.value == "deadlocked" and lost.confidence == 0.5
+    assert "172.16.11.34:42643" in lost.headline and "store host's own log" in lost.undecided
+    stopped = _verdict(tmp_path, "(APIServer pid=1) INFO 01-11 00:54:05 [launcher.py:80] received SIGTERM, "
+                                 "draining requests\n" + _STORE_LOST)
+    assert stopped.kind.value == "healthy"
+
+
+_BANK_OOM = ("TT_FATAL: Out of Memory: Not enough space to allocate {asked} B DRAM buffer\n"
+             "across 8 banks, where each bank needs to store {need} B, but bank size is\n"
+             "4272341376 B (allocated: 3993427840 B, free: {free} B{largest})\n")
+
+
+def test_tt_metals_bank_oom_is_fragmentation_only_when_enough_is_free_but_in_no_single_block(tmp_path):
+    """tt-metal prints per-bank figures, its largest free block in newer releases: free ≥ the request but the
+    largest block < it is fragmentation (tt-p150-chunked-prefill-b32-trace-warmup-dram-fragmentation-oom), free
+    < the request is a full device (tt-t3k-batched-prefill-32slot-allgather-dram-oom).  The message wrapped over
+    three lines is read as one."""
+    split = _verdict(tmp_path, _BANK_OOM.format(asked=1879048192, need=234881024, free=278913536,
+                                               largest=", largest free block: 134217728 B"))
+    assert split.kind.value == "fragmented" and split.sub_kind.value == "fragmentation"
+    assert "128.00 MiB" in split.headline
+    assert not any("PYTORCH_CUDA_ALLOC_CONF" in (s.command or "") for s in split.next_steps)
+    full = _verdict(tmp_path, _BANK_OOM.format(asked=1879048192, need=234881024, free=112990400,
+                                              largest=", largest free block: 112990400 B"))
+    assert full.kind.value == "fragmented" and full.sub_kind.value == "exhaustion"
+    unknown_block = _verdict(tmp_path, _BANK_OOM.format(asked=1879048192, need=234881024, free=278913536, largest=""))
+    assert unknown_block.sub_kind.value == "exhaustion"  # no largest block printed: no claim of fragmentation
+
+
+def test_tt_metals_operation_watchdog_is_a_likely_device_hang_named_with_its_knob(tmp_path):
+    """With TT_METAL_OPERATION_TIMEOUT_SECONDS set, a device that stops answering its dispatch queue raises
+    "potential hang detected" (tt-t3k-vlm-prefill-dispatch-queue-stall-5s-watchdog)."""
+    hang = _verdict(tmp_path, "  2026-05-09 01:09:37.968 | critical | Always | TT_THROW: TIMEOUT: device timeout "
+                              "in fetch queue wait, potential hang detected (assert.hpp:104)\n")
+    assert hang.kind.value == "deadlocked" and hang.confidence == 0.6
+    assert any("TT_METAL_OPERATION_TIMEOUT_SECONDS" in (s.command or "") for s in hang.next_steps)
+    assert "TIMEOUT" not in _verdict(tmp_path, "  2026-05-09 01:09:37.968 | info | Metal | device timeout "
+                                               "set to 5 s\n").headline
+
+
+def test_a_harness_health_wait_that_expires_while_the_api_server_still_polls_the_engine_is_a_slow_start_up(tmp_path):
+    """The API server logs its wait for the engine core only while that process lives; a harness's health
+    wait expiring then cut a start-up short (tt-tensor-cache-generation-exceeds-1200s-health-wait).  Its
+    client lines open with a full date and are lines of their own, never the tail of the server line above."""
+    waiting = "[SERVER] (APIServer pid=1) DEBUG 03-18 17:57:{s} utils.py:1031] Waiting for 1 local, 0 remote core engine proc(s) to start.\n"
+    text = (waiting.format(s=27) + "2026-03-18 17:57:33,057 - utils.cache_monitor - INFO - No cache directory\n"
+            + waiting.format(s=37) + "2026-03-18 17:57:43,066 - utils.prompt_client - ERROR - Service did not "
+            "become healthy within 1200.0s\n")
+    verdict = _verdict(tmp_path, text)
+    assert verdict.kind.value == "slow" and "start-up" in verdict.headline
+    assert "unknown" == _verdict(tmp_path, waiting.format(s=27) + waiting.format(s=37)).kind.value
+
+
+def test_the_free_memory_check_wrapped_on_either_side_of_desired_is_the_same_start_up_shortfall(tmp_path):
+    """vLLM's start-up check, wrapped after "than" (eks-lws-ep16-decode-gpu-util-098-unreachable) or after
+    "desired" (lws-ep16-decode-gpu-mem-util-098-free-memory-check): the same unreachable memory target."""
+    message = ("ValueError: Free memory on device cuda:7 (174.24/178.35 GiB) on startup is less than desired GPU "
+               "memory utilization (0.98, 174.78 GiB). Decrease GPU memory utilization or reduce GPU memory used by "
+               "other processes.")
+    for cut_after in ("less than", "desired", "desired GPU memory"):
+        at = message.index(cut_after) + len(cut_after)
+        verdict = _verdict(tmp_path, message[:at] + "\n" + message[at:].lstrip() + "\n")
+        assert verdict.kind.value == "fragmented" and "--gpu-memory-utilization" in verdict.headline, cut_after
+        assert any((s.command or "").startswith("--gpu-memory-utilization 0.97") for s in verdict.next_steps)

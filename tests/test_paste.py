@@ -216,3 +216,19 @@ def test_a_long_line_printed_twice_or_lines_wider_than_any_terminal_are_no_wrap(
     assert paste_of(f"{flags}\nHypervisor vendor: KVM\n{flags}\nHypervisor vendor: KVM\n".encode(), whole=True).wrap is None
     wide = "z" * 500
     assert paste_of(f"{wide}\nrest one\n{wide[:-1]}y\nrest two\n".encode(), whole=True).wrap is None
+
+
+def test_lines_that_open_with_their_own_date_or_carry_a_vllm_header_are_never_the_tails_of_a_cut():
+    """Two client lines of equal width, each followed by a harness-prefixed vLLM line, are no paste cut at
+    that width, and a line opening with a full date and time never continues the wide line above it
+    (tt-tensor-cache-generation-exceeds-1200s-health-wait)."""
+    from engdiag.logs.lines import pieces
+    from engdiag.logs.records import joins
+
+    client = "2026-03-18 17:57:{s},051 - utils.prompt_client - INFO - Service not ready after 1181.1s, waiting 10.0s before polling"
+    server = "[SERVER] (APIServer pid=1) DEBUG 03-18 17:57:{s} utils.py:1031] Waiting for 1 local, 0 remote core engine proc(s) to start."
+    head = "\n".join([client.format(s=23), server.format(s=27), client.format(s=33), server.format(s=37)]) + "\n"
+    assert paste_of(head.encode(), True).wrap is None
+    wide, dated = pieces(server.format(s=27), 1)[-1], pieces(client.format(s=33), 2)[0]
+    assert joins(wide, dated) is None
+    assert joins(wide, pieces("2026 tokens were scheduled in the last step", 2)[0]) is not None  # a tail still joins

@@ -110,6 +110,12 @@ def next_steps(facts: Facts, kind: Kind, sub_kind: MemoryKind | None, root: Even
 
 
 def _memory_steps(facts: Facts, sub_kind: MemoryKind | None) -> list[Step]:
+    if sub_kind is MemoryKind.FRAGMENTATION and any("Not enough space to allocate" in e.text
+                                                     for e in facts.t.of(Signal.CUDA_OOM)):
+        return [  # tt-metal's allocator: PyTorch's allocator settings do not reach it
+            Step("bound the largest buffer a step places", "--max-num-batched-tokens 2048"),
+            Step("leave the device's allocator more room (the KV cache takes less)", "--gpu-memory-utilization 0.3"),
+        ]
     if sub_kind is MemoryKind.FRAGMENTATION:
         return [
             Step(

@@ -18,7 +18,8 @@ from engdiag.analysis.draft import Draft
 from engdiag.analysis.facts import Facts
 from engdiag.analysis.timeline import FATAL, is_progress
 from engdiag.analysis.verdict import Kind, Role, Verdict
-from engdiag.logs.events import Event, Progress, Signal, Stats, Timeout
+from engdiag.logs.events import Event, Peer, Progress, Signal, Stats, Timeout
+from engdiag.logs.patterns.waits import STORE_LOST
 from engdiag.units import plural
 
 _FAULTS = (FATAL - {Signal.WORKER_DIED, Signal.ENGINE_DEAD, Signal.ENGINE_FATAL, Signal.PROCESS_EXCEPTION}) | {
@@ -31,6 +32,11 @@ _FAULTS = (FATAL - {Signal.WORKER_DIED, Signal.ENGINE_DEAD, Signal.ENGINE_FATAL,
 _TROUBLE = {Signal.EXTERNAL_GUARD, Signal.WAITING, Signal.STACK_DUMP}
 """Signs that something was already wrong when the stop came (a probe failing, a stall dump)."""
 _SHUTDOWN_EXCEPTIONS = ("KeyboardInterrupt", "SystemExit", "CancelledError", "asyncio.exceptions.CancelledError")
+
+
+def _store_gone(event: Event) -> bool:
+    """torch's store client losing its server: after a stop, rank 0 exiting first (exit-time noise)."""
+    return isinstance(event.data, Peer) and event.data.detail == STORE_LOST
 
 
 def _is_stop_dump(event: Event) -> bool:
@@ -61,7 +67,7 @@ def operator_stop(facts: Facts) -> Verdict | None:
     if not facts.served_before(stop) and any(a.startup for a in facts.model.activities):
         return _stopped_during_start_up(facts, stop)
     after = facts.after(stop)
-    if any(e.signal in _FAULTS - {Signal.RPC_TIMEOUT} for e in after):
+    if any(e.signal in _FAULTS - {Signal.RPC_TIMEOUT} and not _store_gone(e) for e in after):
         return None
     for event in after:
         exception = facts.exception_of(event)

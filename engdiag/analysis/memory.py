@@ -17,12 +17,13 @@ Domain facts encoded here (docs/verdicts.md, "Memory"):
 from __future__ import annotations
 
 import re
+from dataclasses import fields, replace
 from itertools import pairwise
 
 from engdiag.analysis.draft import Draft
 from engdiag.analysis.facts import KV_HIGH_PCT, Facts
 from engdiag.analysis.verdict import Kind, MemoryKind, Role, Verdict
-from engdiag.logs.events import Event, Failure, Memory, Preemption, Signal
+from engdiag.logs.events import CudaOom, Event, Failure, Memory, Preemption, Signal
 from engdiag.logs.patterns import ALLOCATING, FORWARD
 from engdiag.units import format_bytes
 
@@ -31,13 +32,39 @@ def _pad(text: str) -> str:
     return f" {text}" if text else ""
 
 
+_BANKED = "Not enough space to allocate"
+"""tt-metal's allocator, whose figures are per memory bank (engdiag.logs.patterns.memory)."""
+
+
+def _numbers(facts: Facts, root: Event) -> CudaOom:
+    """The OOM's numbers, with those a paste put on a line of their own right below it (an allocator's message
+    cut before "(allocated: …, free: …)" reads as two records)."""
+    numbers = facts.oom(root)
+    for below in facts.t.of(Signal.CUDA_OOM):
+        if numbers.free is not None:
+            break
+        if below.source == root.source and root.line < below.line <= root.line + 3:
+            more = facts.oom(below)
+            numbers = replace(numbers, **{f.name: getattr(more, f.name) for f in fields(numbers)
+                                          if getattr(numbers, f.name) is None and getattr(more, f.name) is not None})
+    return numbers
+
+
 def oom(facts: Facts, root: Event) -> Verdict:
     """A CUDA OOM: fragmentation when the cache holds enough unallocated memory, else exhaustion."""
-    numbers = facts.oom(root)
+    numbers = _numbers(facts, root)
     when = {"start-up": "at start-up", "serving": "while serving"}.get(facts.phase_at(root) or "", "")
     draft = Draft(facts, Kind.FRAGMENTED, 0.8, "")
     tried, reserved = numbers.tried, numbers.reserved_unallocated
-    if tried is not None and reserved is not None and (reserved >= tried or reserved >= 0.5 * tried >= 256 << 20):
+    largest, free = numbers.largest_free, numbers.free
+    if tried is not None and largest is not None and free is not None and largest < tried <= free:
+        # an allocator that names its largest free block: enough is free, none of it in one piece
+        draft.sub_kind = MemoryKind.FRAGMENTATION
+        draft.confidence = 0.85
+        draft.headline = (f"device memory fragmented{_pad(when)}: {format_bytes(tried)} asked for per bank with "
+                          f"{format_bytes(free)} free, but no free block larger than {format_bytes(largest)}")
+        note = "free memory ≥ the request, largest free block < it: the memory exists but is split"
+    elif tried is not None and reserved is not None and (reserved >= tried or reserved >= 0.5 * tried >= 256 << 20):
         draft.sub_kind = MemoryKind.FRAGMENTATION
         draft.confidence = 0.85 if reserved >= tried else 0.65
         draft.headline = (
@@ -53,6 +80,10 @@ def oom(facts: Facts, root: Event) -> Verdict:
                 f"{format_bytes(numbers.free)} free and only {format_bytes(reserved)} reserved-but-unallocated"
             )
             note = "little reserved-but-unallocated memory: not fragmentation, the GPU is full"
+        elif tried is not None and _BANKED in root.text:
+            draft.headline = (f"device memory exhausted{_pad(when)}: {format_bytes(tried)} asked for per bank with "
+                              f"{format_bytes(numbers.free)} free")
+            note = "the allocator's own per-bank figures: less is free than the request, the device is full"
         elif tried is not None:
             # older messages, other accelerators and cut pastes print no reserved figure: no claim either way
             draft.headline = (f"GPU memory exhausted{_pad(when)}: CUDA OOM asking for {format_bytes(tried)} with "
@@ -61,10 +92,11 @@ def oom(facts: Facts, root: Event) -> Verdict:
         else:
             draft.headline = f"GPU memory exhausted{_pad(when)}: {root.text[:140]}"
             note = "the message carries no allocator numbers"
-        draft.notes.append(
-            "PyTorch prints the expandable_segments hint in every OOM; it only helps when "
-            "reserved-but-unallocated memory is large"
-        )
+        if _BANKED not in root.text:
+            draft.notes.append(
+                "PyTorch prints the expandable_segments hint in every OOM; it only helps when "
+                "reserved-but-unallocated memory is large"
+            )
     draft.cite(root, Role.ROOT_CAUSE, note)
     for event in facts.t.of(Signal.CUDA_OOM)[1:3]:
         draft.cite(event, Role.SUPPORTING)
@@ -77,7 +109,7 @@ _FREE_OF_TOTAL = re.compile(r"\((?P<free>[\d.]+)/(?P<total>[\d.]+) GiB\)")
 
 def kv_cache_does_not_fit(facts: Facts, root: Event) -> Verdict:
     """The KV cache does not fit in what the weights leave: exhaustion at start-up."""
-    if "desired GPU memory utilization" in root.text:
+    if "desired GPU memory utilization" in root.text or "on startup is less than desired" in root.text:
         # vLLM's start-up check (v1/worker/utils.py request_memory, gpu_worker.py init_device): the share asked
         # for exceeds what is free before anything loads; waiting never frees it
         # (eks-lws-ep16-decode-gpu-util-098-unreachable: 0.98 of a B200, the CUDA context and EFA took the rest)

@@ -42,6 +42,7 @@ from engdiag.analysis.waits import (
     workers_silent_since,
 )
 from engdiag.logs.events import Event, NcclWork, Peer, Progress, Rendezvous, Signal, Timeout
+from engdiag.logs.patterns.waits import STORE_LOST, TT_METAL
 from engdiag.roles import Role as ProcRole
 
 SILENT_ENGINE_S = 90.0
@@ -75,6 +76,10 @@ def _comm_steps(draft: Draft, event: Event) -> None:
         draft.step("name the ranks and the collectives they disagree on", "export TORCH_DISTRIBUTED_DEBUG=DETAIL")
         draft.step("read every data-parallel rank's log at that time: the rank that ran one collective fewer, or "
                    "died, is the cause")
+    elif _store_lost(event):
+        draft.step("read the log of the process that hosts the store (rank 0; with data parallelism the head node's "
+                   "vLLM): why it exited is the cause")
+        draft.step("the ranks left never recover on their own: stop every node's vLLM and start the group again")
     elif signal is Signal.PEER_LOST and isinstance(event.data, Peer) and (event.data.detail or "").startswith(("UCX", "NIXL")):
         draft.step("check that the other instance is up and reachable for KV transfer (after a restart, "
                    "restart its peer too: survivors keep the old endpoints)")
@@ -83,6 +88,10 @@ def _comm_steps(draft: Draft, event: Event) -> None:
         draft.step("check the fabric between the nodes (link state, GID index, MTU)", "ibv_devinfo; ibstat")
         draft.step("get NCCL's account of the transport", "export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET")
         draft.step("to isolate the transport, run once over TCP", "export NCCL_IB_DISABLE=1")
+    elif signal is Signal.COMM_TIMEOUT and isinstance(event.data, Timeout) and event.data.guard == TT_METAL:
+        draft.step("reset the wedged device before starting again (tt-smi from Tenstorrent's tools)", "tt-smi -r")
+        draft.step("tell a hang from a long operation: rerun with a longer watchdog (a hang still trips it)",
+                   "export TT_METAL_OPERATION_TIMEOUT_SECONDS=60")
     elif signal is Signal.COMM_TIMEOUT and isinstance(event.data, Timeout) and event.data.guard in ("gloo", "hccl"):
         draft.step("name the ranks and the collectives they disagree on", "export TORCH_DISTRIBUTED_DEBUG=DETAIL")
         draft.step("find the rank that never reached this CPU collective (its own log, or engdiag snapshot on it)")
@@ -126,7 +135,22 @@ def unsatisfiable_wait(facts: Facts, root: Event) -> Verdict:
         headline = ("deadlocked (likely): a CPU collective of the data-parallel group raised, and a gloo collective "
                     "fails only on its peers")
         confidence = 0.5
+    elif isinstance(root.data, Timeout) and root.data.guard == TT_METAL:
+        headline = ("deadlocked (likely): the device stopped answering its dispatch queue and tt-metal's operation "
+                    "watchdog reported a potential hang")
+        confidence = 0.6
+    elif _store_lost(root):
+        where = f" at {root.data.peer}" if root.data.peer else ""  # type: ignore[union-attr]
+        headline = (f"deadlocked (likely): the TCP store's host{where} closed the connection — rank 0's process "
+                    "(the head node's vLLM with data parallelism) exited or crashed, and the ranks left wait on it")
+        confidence = 0.5
     draft = Draft(facts, Kind.DEADLOCKED, confidence, headline)
+    if isinstance(root.data, Timeout) and root.data.guard == TT_METAL:
+        draft.undecided = ("how long the operation may run: a longer TT_METAL_OPERATION_TIMEOUT_SECONDS that still "
+                           "trips confirms a hang")
+    if _store_lost(root):
+        draft.undecided = ("the store host's own log: a crash there is the cause; an operator's stop or a clean exit "
+                           "there makes this exit-time noise")
     if cut:
         draft.undecided = ("the traceback's last line: 'Timed out waiting … for recv' (a rank that never entered), "
                            "'Connection closed/reset by peer' (a rank that died), 'op.preamble.length' (ranks that "
@@ -143,6 +167,11 @@ def unsatisfiable_wait(facts: Facts, root: Event) -> Verdict:
     draft.cite_consequences(root)
     _comm_steps(draft, root)
     return draft.done()
+
+
+def _store_lost(event: Event) -> bool:
+    """torch's TCP store client lost its server: the store's host process is gone."""
+    return isinstance(event.data, Peer) and event.data.detail == STORE_LOST
 
 
 def _frame(event: Event) -> Rendezvous | None:

@@ -16,6 +16,7 @@ from engdiag.analysis.facts import Facts, is_startup_work
 from engdiag.analysis.model import Wait
 from engdiag.analysis.timeline import is_progress
 from engdiag.logs.events import Event, NcclWork, Peer, Phase, Progress, Rendezvous, ShmStall, Signal, Timeout
+from engdiag.logs.patterns.waits import STORE_LOST, TT_METAL
 from engdiag.roles import Role as ProcRole
 from engdiag.units import plural
 
@@ -156,10 +157,17 @@ def _collective_waits(facts: Facts) -> Iterable[Wait]:
                    peer.detail or "the ranks entered different collectives", None, event.source, event.line)
     for event in facts.t.of(Signal.PEER_LOST)[:4]:
         peer = event.data if isinstance(event.data, Peer) else Peer()
-        yield Wait(_label(event, "a rank"), f"peer {peer.peer}" if peer.peer else "a peer rank", "collective",
-                   False, peer.detail or "the link to the peer failed", None, event.source, event.line)
+        store = peer.detail == STORE_LOST
+        yield Wait(_label(event, "a rank"), f"peer {peer.peer}" if peer.peer else "a peer rank",
+                   "TCP store" if store else "collective", False, peer.detail or "the link to the peer failed", None,
+                   event.source, event.line)
     for event in facts.t.of(Signal.COMM_TIMEOUT)[:2]:
         call = event.data.call if isinstance(event.data, Timeout) else None
+        if isinstance(event.data, Timeout) and event.data.guard == TT_METAL:
+            yield Wait(_label(event, "the host"), "the device", call or "dispatch", False,
+                       "the device stopped answering its dispatch queue before the operation timeout", None,
+                       event.source, event.line)
+            continue
         if call and call.startswith(("gloo", "HCCL")):
             yield Wait(_label(event, "a rank"), "its peer ranks", call, False,
                        "the peer never sent its part of the " + ("CPU collective" if call.startswith("gloo")

@@ -263,6 +263,8 @@ class CudaOom:
     private_pools: int | None = None
     process_in_use: int | None = None
     device: int | None = None
+    largest_free: int | None = None
+    """The largest contiguous free block, where the allocator says (tt-metal's bank manager)."""
 
 
 @dataclass(frozen=True, slots=True)

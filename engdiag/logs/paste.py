@@ -28,6 +28,8 @@ still points at the line the user sees.
 
 from __future__ import annotations
 
+import re
+
 import io
 import os
 from collections.abc import Iterator
@@ -53,6 +55,10 @@ _WRAP_SPIKE = 10
 _NOT_TAILS = ("Traceback", "  ", "\t", "File ")
 """How a line after a full-width line starts when it is a traceback, not the rest of the line (which may
 start with the one space the cut fell before)."""
+_OWN_HEADER = re.compile(r"\b(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d|^\d{4}-\d\d-\d\d[ T]\d\d:\d\d")
+"""A vLLM header inside a line behind some prefix (a harness's ``[SERVER] ``), or a line opening with a full
+date and time: a line of its own, never the rest of the line above (tt-tensor-cache-generation-exceeds-1200s-
+health-wait: a client's and a server's lines, two of each of equal width, read as a paste cut at that width)."""
 _SPACED_MIN_LINES = 3
 """Lines of text the head needs, each followed by a blank line, to be taken for a double-spaced paste."""
 
@@ -97,7 +103,8 @@ def _wrap_width(lines: list[str]) -> int | None:
     tails = 0
     for i in cut:
         follower = pieces(lines[i + 1], 0)[0]
-        tails += follower.shape is Shape.BARE and follower.proc is None and not follower.msg.startswith(_NOT_TAILS)
+        tails += (follower.shape is Shape.BARE and follower.proc is None and not follower.msg.startswith(_NOT_TAILS)
+                  and not _OWN_HEADER.search(follower.msg))
     return widest if 2 * tails > len(cut) else None
 
 

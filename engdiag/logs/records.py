@@ -37,6 +37,9 @@ _WRAP_STARTS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_,.;:)]}%")
 """How a hard-wrapped tail starts: mid-word or mid-sentence, never a new statement."""
 _GLOG_TAIL_STARTS = frozenset("0123456789,.;:)]}%")
 """How the hard-wrapped tail of a glog line starts: mid-number or mid-list."""
+_DATED = re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d")
+"""A line opening with a full date and time is a record of its own (a harness's or client's logger between
+vLLM's lines: tt-tensor-cache-generation-exceeds-1200s-health-wait), never a wrapped tail."""
 _WRAP_ENDS = frozenset(",:;=([{-")
 """How a line cut mid-sentence ends: a separator that promises more."""
 
@@ -105,6 +108,7 @@ def _hard_wrapped(prev: Piece, cur: Piece) -> bool:
         and prev.width >= _WRAP_WIDTH
         and bool(prev.msg.strip())
         and (cur.msg[:1] in _WRAP_STARTS or prev.msg.rstrip(" ")[-1:] in _WRAP_ENDS)
+        and not _DATED.match(cur.msg)
     )
 
 

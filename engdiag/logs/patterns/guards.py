@@ -69,6 +69,9 @@ GUARDS: tuple[Rule, ...] = (
     # The deadline is theirs, not vLLM's: what the engine was doing decides (analysis/external_guards.py).
     Rule(Signal.EXTERNAL_GUARD, " start within ", _LAUNCHER_DEADLINE, _deadline_within),
     Rule(Signal.EXTERNAL_GUARD, " ready within ", _LAUNCHER_DEADLINE, _deadline_within),
+    # an eval harness's health wait (tt-tensor-cache-generation-exceeds-1200s-health-wait: "Service did not
+    # become healthy within 1200.0s" while the engine core was still building its tensor cache)
+    Rule(Signal.EXTERNAL_GUARD, " healthy within ", _LAUNCHER_DEADLINE, _deadline_within),
     Rule(Signal.EXTERNAL_GUARD, "imed out waiting for ", _LAUNCHER_WAIT, _deadline_waited),
     # vLLM's own test harness (tests/utils.py RemoteOpenAIServer._wait_for_server): "Server failed to start in
     # time." after its max_wait_seconds (ci-tp2-pp2-eager-h20-server-starts-after-480s-test-deadline)

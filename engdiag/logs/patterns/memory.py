@@ -30,6 +30,24 @@ def size_bytes(text: str | None) -> int | None:
     return int(float(match.group(1)) * _UNITS[match.group(2)])
 
 
+_BANK_NEEDS = re.compile(r"each\s*bank\s*needs\s*to\s*store\s*(\d+)\s*B")
+_BANK_SIZE = re.compile(r"bank\s*size\s*is\s*(\d+)\s*B")
+_BANK_STATE = re.compile(r"\(allocated:\s*(\d+)\s*B,\s*free:\s*(\d+)\s*B(?:,\s*largest\s*free\s*block:\s*(\d+)\s*B)?\)")
+"""A wrapped paste drops the space at each cut, so every gap may be empty."""
+
+
+def _bank_oom(text: str) -> CudaOom:
+    """tt-metal's per-bank numbers, as far as the paste kept them (its lines are often wrapped)."""
+    needs, size, state = _BANK_NEEDS.search(text), _BANK_SIZE.search(text), _BANK_STATE.search(text)
+    return CudaOom(
+        tried=int(needs[1]) if needs else None,
+        total=int(size[1]) if size else None,
+        allocated=int(state[1]) if state else None,
+        free=int(state[2]) if state else None,
+        largest_free=int(state[3]) if state and state[3] else None,
+    )
+
+
 def _oom(match: re.Match[str], text: str) -> Iterable[Payload]:
     line_end = text.find("\n", match.start())
     line = text[match.start() : line_end if line_end != -1 else None]
@@ -165,6 +183,17 @@ MEMORY: tuple[Rule, ...] = (
     # Gaudi's PyTorch bridge: "FATAL ERROR :: MODULE:PT_DEVMEM Allocation failed for size::134217728 (128)MB"
     # (gaudi-inc-fp8-70b-1card-premove-bf16-weights-devmem-alloc-failed)
     Rule(Signal.CUDA_OOM, "PT_DEVMEM Allocation failed", _c(r"PT_DEVMEM Allocation failed"), _oom),
+    # Tenstorrent's tt-metal bank manager (allocator/bank_manager.cpp), under the vLLM TT plugin: "Out of
+    # Memory: Not enough space to allocate N B DRAM buffer across K banks, where each bank needs to store X B,
+    # but bank size is Y B (allocated: A B, free: F B, largest free block: L B)" — per bank, and the largest
+    # free block only in newer releases (tt-p150-chunked-prefill-b32-trace-warmup-dram-fragmentation-oom: F ≥ X
+    # but L < X, fragmented; tt-t3k-batched-prefill-32slot-allgather-dram-oom: F < X, full).
+    Rule(Signal.CUDA_OOM, "Not enough space to allocate",
+         _c(r"Out of Memory: Not enough space to allocate \d+ B (?:DRAM|L1) buffer"), lambda m, t: [_bank_oom(t)]),
+    # its tail on lines of their own (a paste cut it after "buffer" and before "(allocated"), read as the same
+    # failure's numbers (memory.oom joins them to the line above)
+    Rule(Signal.CUDA_OOM, "each bank needs to store", _BANK_NEEDS, lambda m, t: [_bank_oom(t)]),
+    Rule(Signal.CUDA_OOM, "(allocated: ", _BANK_STATE, lambda m, t: [_bank_oom(t)]),
     Rule(Signal.KV_CACHE_INSUFFICIENT, "blocks of KV cache", _c(r"Not enough memory for \d+ blocks of KV cache")),
     # V0's worker wrapper logs "Error executing method initialize_cache. This might cause deadlock in distributed
     # execution." (worker_base.py, 0.4–0.10) for any exception there; in initialize_cache that is the KV cache not
@@ -211,9 +240,14 @@ MEMORY: tuple[Rule, ...] = (
         "Maximum concurrency for",
         _c(r"Maximum concurrency for [\d,]+ tokens per request: 0\.00x"),
     ),
-    # a paste wrapped at a word drops the space ("is less than" | "desired GPU memory utilization (0.98, …":
-    # eks-lws-ep16-decode-gpu-util-098-unreachable), so the literal is the half after the usual break
-    Rule(Signal.KV_CACHE_INSUFFICIENT, "desired GPU memory utilization", _c(r"is less than ?desired GPU memory utilization")),
+    # vLLM's start-up check, "Free memory on device (f/t GiB) on startup is less than desired GPU memory
+    # utilization (u, n GiB)", pasted wrapped at a word (the join drops the space): after "than"
+    # (eks-lws-ep16-decode-gpu-util-098-unreachable) or after "desired" (the same cluster's other pod in
+    # blind round 20, lws-ep16-decode-gpu-mem-util-098-free-memory-check).  Two literals that do not overlap
+    # (the literal search reports the leftmost of overlapping ones only): any single wrap leaves one whole.
+    Rule(Signal.KV_CACHE_INSUFFICIENT, "desired GPU memory utilization", _c(r"desired GPU memory utilization")),
+    Rule(Signal.KV_CACHE_INSUFFICIENT, "on startup is less than",
+         _c(r"on startup is less than ?desired(?! ?GPU memory utilization)")),
     Rule(
         Signal.PREEMPTION,
         "is preempted by",

@@ -20,6 +20,17 @@ port)"; older releases print the limit in seconds ("after 1800s":
 openrlhf-vllm-weight-sync-group-docker-bridge-ip-unreachable, a store on an unreachable bridge address)."""
 
 
+TT_METAL = "tt-metal"
+"""The guard of tt-metal's operation timeout (TT_METAL_OPERATION_TIMEOUT_SECONDS)."""
+_STORE_REMOTE = re.compile(r"remote=\[?(?:::ffff:)?(?P<host>[^\]\s)]+?)\]?:(?P<port>\d+)\)")
+STORE_LOST = "c10d: the TCP store's host closed the connection (it exited or crashed)"
+
+
+def _store_lost(text: str) -> Peer:
+    remote = _STORE_REMOTE.search(text)
+    return Peer(peer=f"{remote['host']}:{remote['port']}" if remote else None, detail=STORE_LOST)
+
+
 def _joined(m: re.Match[str]) -> Rendezvous:
     return Rendezvous(joined=int(m["j"]), expected=int(m["n"]), limit_s=_f(m["s"]))
 
@@ -111,6 +122,12 @@ WAITS: tuple[Rule, ...] = (
         _c(r"(?:gloo|pair\.cc)[^\n]*Connection reset by peer"),
         _const(Peer(detail="gloo: the peer reset the connection (it exited)")),
     ),
+    # torch's TCPStore client (c10d Utils.hpp recvBytes): "Failed to recv, got 0 bytes. Connection was likely
+    # closed. Did the remote server shutdown or crash?" — the store's host (rank 0's process; with data
+    # parallelism the head node's vLLM) is gone, and every rank that polls it is left waiting
+    # (dp16-headless-node-stuck-after-head-exit-tcpstore-recv).  After an operator's stop it is exit-time noise,
+    # which the benign rules read first.
+    Rule(Signal.PEER_LOST, "Connection was likely closed", _c(r"Connection was likely closed"), lambda m, t: [_store_lost(t)]),
     Rule(Signal.RENDEZVOUS_FAILED, "clients joined", _CLIENTS_JOINED, lambda m, t: [_joined(m)]),
     Rule(Signal.RENDEZVOUS_FAILED, "while trying to connect to", _CONNECT_TIMEOUT, lambda m, t: [_unreachable(m)]),
     # A traceback through the rendezvous itself: torch's init_process_group raised inside
@@ -181,6 +198,16 @@ WAITS: tuple[Rule, ...] = (
         _c(r"(?:\[(?:PG [^\]]*?)?Rank (?P<rank>\d+)\] )?ProcessGroupNCCL's watchdog got stuck for (?P<s>\d+) seconds"),
         lambda m, t: [NcclWork(rank=_i(m["rank"]), op="a CUDA/NCCL call (the watchdog itself hung)",
                                ran_ms=int(m["s"]) * 1000)],
+    ),
+    # Tenstorrent's tt-metal, under the vLLM TT plugin: with TT_METAL_OPERATION_TIMEOUT_SECONDS set, a device
+    # that stops answering its dispatch queue raises "TIMEOUT: device timeout[ in fetch queue wait], potential
+    # hang detected[, the device is unrecoverable]" instead of hanging silently (tt-t3k-vlm-prefill-dispatch-
+    # queue-stall-5s-watchdog: the same stall on another board and another op, 5 s into a prefill)
+    Rule(
+        Signal.COMM_TIMEOUT,
+        "potential hang detected",
+        _c(r"TIMEOUT: device timeout(?: in (?P<q>[\w ]+?))?, potential hang detected"),
+        lambda m, t: [Timeout(call=f"tt-metal's device wait{' (' + m['q'] + ')' if m['q'] else ''}", guard=TT_METAL)],
     ),
     Rule(
         Signal.COMM_TIMEOUT,
