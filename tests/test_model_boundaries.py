@@ -940,3 +940,36 @@ def test_the_free_memory_check_wrapped_on_either_side_of_desired_is_the_same_sta
         verdict = _verdict(tmp_path, message[:at] + "\n" + message[at:].lstrip() + "\n")
         assert verdict.kind.value == "fragmented" and "--gpu-memory-utilization" in verdict.headline, cut_after
         assert any((s.command or "").startswith("--gpu-memory-utilization 0.97") for s in verdict.next_steps)
+
+
+_NPU_ERROR = ("[rank6]:[E422 08:49:02.598461350 compiler_depend.ts:444] operator():build/CMakeFiles/torch_npu.dir/"
+              "compiler_depend.ts:162 NPU function error: call {call} failed, error code is {code}\n"
+              "[ERROR] 2026-04-22-08:49:02 (PID:5566, Device:6, RankID:-1) ERR00100 PTA call acl api failed.\n")
+
+
+def test_an_npu_function_error_is_a_device_fault_unless_its_detail_says_memory_ran_out(tmp_path):
+    """torch_npu's "NPU function error: call … failed, error code is N" is the NPU runtime's "CUDA error"
+    (ascend-a2-2node-shm-broadcast-wait-then-moe-dispatch-hccl-crash, after two minutes of shm waits); ACL's
+    detail right below it saying memory ran out makes it that OOM (ascend-mc2-moe-dispatch-hccl-2gib-device-
+    memory-exhausted)."""
+    waits = ("(EngineCore_DP0 pid=5280) INFO 04-22 08:47:19 [shm_broadcast.py:548] No available shared memory "
+             "broadcast block found in 60 seconds.\n")
+    fault = _verdict(tmp_path, waits + _NPU_ERROR.format(call="aclnnMoeDistributeDispatchV4", code=561000))
+    assert fault.kind.value == "crashed"
+    assert any("ASCEND_LAUNCH_BLOCKING" in (s.command or "") for s in fault.next_steps)
+    assert not any("CUDA_LAUNCH_BLOCKING" in (s.command or "") for s in fault.next_steps)
+    memory = _verdict(tmp_path, _NPU_ERROR.format(call="aclnnMoeDistributeDispatchV2", code=207001)
+                      + "EL0004: [PID: 316198] 2025-09-28-07:22:29.827.496 Failed to allocate memory.\n")
+    assert memory.kind.value == "fragmented"
+
+
+def test_a_mooncake_pull_that_timed_out_on_the_prefill_side_is_a_likely_deadlock_naming_the_knob(tmp_path):
+    """The prefill side did not have the requests' KV ready within VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT (480 s
+    by default) — a prefill that never ran them, or ran them that slowly (mooncake-pd-decode-stuck-waiting-p-
+    side-ready); the prefill instance's log decides."""
+    line = ("(Worker_DP6_EP6 pid=9774) ERROR 08-01 12:42:13 [mooncake_connector.py:1899] pulling kv_caches for "
+            "['973ca62f1bc3666d'] failed: Timeout waiting for P side ready.\n")
+    verdict = _verdict(tmp_path, line)
+    assert verdict.kind.value == "deadlocked" and verdict.confidence == 0.5
+    assert "prefill instance's log" in verdict.undecided
+    assert any("VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT" in (s.command or "") for s in verdict.next_steps)

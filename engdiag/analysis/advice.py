@@ -94,6 +94,10 @@ def next_steps(facts: Facts, kind: Kind, sub_kind: MemoryKind | None, root: Even
         steps.append(P2P_DIAGNOSIS)
     elif kind is Kind.FRAGMENTED:
         steps.extend(_memory_steps(facts, sub_kind))
+    elif kind is Kind.CRASHED and _on_npu(facts):
+        steps.append(Step("find the operator that faulted (slow; for a reproduction only)", "export ASCEND_LAUNCH_BLOCKING=1"))
+        steps.append(Step("read the NPU runtime's own log of the fault (plog)",
+                          "grep -rn ERROR ~/ascend/log/debug/plog | tail -50"))
     elif kind is Kind.CRASHED:
         steps.append(Step("find the kernel that faulted (slow; for a reproduction only)", "export CUDA_LAUNCH_BLOCKING=1"))
         steps.append(Step("check the kernel log for GPU faults (Xid)", "sudo dmesg -T | grep -i xid"))
@@ -107,6 +111,11 @@ def next_steps(facts: Facts, kind: Kind, sub_kind: MemoryKind | None, root: Even
     if kind in (Kind.SLOW, Kind.HEALTHY) and facts.t.prompt_lengths.count:
         steps.append(Step("size every timeout from this traffic", recommend_command(_names(facts))))
     return steps
+
+
+def _on_npu(facts: Facts) -> bool:
+    """The device fault is an Ascend NPU's (torch_npu's and ACL's wording): CUDA's knobs do not reach it."""
+    return any("NPU function error" in e.text or "aicore" in e.text.lower() for e in facts.t.of(Signal.CUDA_ERROR))
 
 
 def _memory_steps(facts: Facts, sub_kind: MemoryKind | None) -> list[Step]:

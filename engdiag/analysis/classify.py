@@ -60,7 +60,7 @@ def root_fault(facts: Facts) -> Verdict | None:
         faults = [e for e in faults if not crashes.is_comm_abort(e)]
     if not faults:
         return None
-    root = faults[0]
+    root = _explained(facts, faults[0])
     guard = guards.timeout_event(facts)
     if guard is not None and facts.at(guard) < facts.at(root) and root.signal not in (Signal.CUDA_OOM, Signal.CUDA_ERROR):
         return None  # a step guard fired first: the collective timeouts after it are its consequences
@@ -78,6 +78,20 @@ def root_fault(facts: Facts) -> Verdict | None:
     if root.signal is Signal.NCCL_WATCHDOG_TIMEOUT or root.signal in waits.UNSATISFIABLE:
         return wait_rules.unsatisfiable_wait(facts, root)
     return crashes.crash(facts, root)
+
+
+_DETAIL_LINES = 20
+"""How far below a device error its runtime's detail block reaches (Ascend prints EL0004 / EZ9999 blocks)."""
+
+
+def _explained(facts: Facts, root: Event) -> Event:
+    """A device error whose runtime detail right below it says memory ran out is that OOM, reported through
+    the call that failed (ascend-mc2-moe-dispatch-hccl-2gib-device-memory-exhausted: "NPU function error: call
+    aclnnMoeDistributeDispatchV2 failed", then ACL's "EL0004 … Memory resources are exhausted")."""
+    if root.signal is not Signal.CUDA_ERROR:
+        return root
+    return next((e for e in facts.t.of(Signal.CUDA_OOM) if e.source == root.source
+                 and root.line < e.line <= root.line + _DETAIL_LINES), root)
 
 
 def _not_placement(event: Event) -> bool:

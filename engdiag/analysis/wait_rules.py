@@ -42,7 +42,7 @@ from engdiag.analysis.waits import (
     workers_silent_since,
 )
 from engdiag.logs.events import Event, NcclWork, Peer, Progress, Rendezvous, Signal, Timeout
-from engdiag.logs.patterns.waits import STORE_LOST, TT_METAL
+from engdiag.logs.patterns.waits import MOONCAKE, STORE_LOST, TT_METAL
 from engdiag.roles import Role as ProcRole
 
 SILENT_ENGINE_S = 90.0
@@ -88,6 +88,11 @@ def _comm_steps(draft: Draft, event: Event) -> None:
         draft.step("check the fabric between the nodes (link state, GID index, MTU)", "ibv_devinfo; ibstat")
         draft.step("get NCCL's account of the transport", "export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET")
         draft.step("to isolate the transport, run once over TCP", "export NCCL_IB_DISABLE=1")
+    elif signal is Signal.COMM_TIMEOUT and isinstance(event.data, Timeout) and event.data.guard == MOONCAKE:
+        draft.step("read the prefill instance's log for those request ids: scheduled and still running, or never "
+                   "there (the proxy's routing, or a prefill engine that stopped)")
+        draft.step("only if the prefill side was still working on them: give it longer (on both instances)",
+                   "export VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT=960")
     elif signal is Signal.COMM_TIMEOUT and isinstance(event.data, Timeout) and event.data.guard == TT_METAL:
         draft.step("reset the wedged device before starting again (tt-smi from Tenstorrent's tools)", "tt-smi -r")
         draft.step("tell a hang from a long operation: rerun with a longer watchdog (a hang still trips it)",
@@ -135,6 +140,10 @@ def unsatisfiable_wait(facts: Facts, root: Event) -> Verdict:
         headline = ("deadlocked (likely): a CPU collective of the data-parallel group raised, and a gloo collective "
                     "fails only on its peers")
         confidence = 0.5
+    elif isinstance(root.data, Timeout) and root.data.guard == MOONCAKE:
+        headline = ("deadlocked (likely): the decode instance gave up pulling KV from the prefill instance, whose "
+                    "side never had it ready within VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT (480 s by default)")
+        confidence = 0.5
     elif isinstance(root.data, Timeout) and root.data.guard == TT_METAL:
         headline = ("deadlocked (likely): the device stopped answering its dispatch queue and tt-metal's operation "
                     "watchdog reported a potential hang")
@@ -145,6 +154,9 @@ def unsatisfiable_wait(facts: Facts, root: Event) -> Verdict:
                     "(the head node's vLLM with data parallelism) exited or crashed, and the ranks left wait on it")
         confidence = 0.5
     draft = Draft(facts, Kind.DEADLOCKED, confidence, headline)
+    if isinstance(root.data, Timeout) and root.data.guard == MOONCAKE:
+        draft.undecided = ("the prefill instance's log at that time: those requests still prefilling there (a slow "
+                           "prefill under load) or never scheduled (stuck)")
     if isinstance(root.data, Timeout) and root.data.guard == TT_METAL:
         draft.undecided = ("how long the operation may run: a longer TT_METAL_OPERATION_TIMEOUT_SECONDS that still "
                            "trips confirms a hang")

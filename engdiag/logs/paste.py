@@ -28,10 +28,9 @@ still points at the line the user sees.
 
 from __future__ import annotations
 
-import re
-
 import io
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path

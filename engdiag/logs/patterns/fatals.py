@@ -315,6 +315,14 @@ STALLS_TIMEOUTS_FATALS: tuple[Rule, ...] = (
     # torch_npu's text for ACL error 507014 / 507015, printed as "[Error]: The aicore execution times out."
     # when a kernel outran the AI core's watchdog or faulted (ascend-two-node-aicore-timeout-old-npu-driver)
     Rule(Signal.CUDA_ERROR, "The aicore execution ", _c(r"The aicore execution (?:times out|is abnormal)")),
+    # torch_npu's report of a failed ACL / aclnn call, "NPU function error: call aclnnMoeDistributeDispatchV4
+    # failed, error code is 561000" — the NPU runtime's counterpart of "CUDA error: …", a fault of the device or
+    # its kernel (ascend-a2-2node-shm-broadcast-wait-then-moe-dispatch-hccl-crash: the dispatch failed on every
+    # rank after two minutes of the engine core waiting on it).  HCCL's own calls (HcclAllreduce …) are
+    # collectives, which fail on their peers: not matched here.
+    Rule(Signal.CUDA_ERROR, "NPU function error: ",
+         _c(r"NPU function error: (?:call )?(?!Hccl)(?P<call>\w+)[^\n]{0,40}?error code is (?P<code>\d+)"),
+         lambda m, t: [Failure(name=f"NPU {m['call']} error {m['code']}")]),
     Rule(Signal.CUDA_ERROR, "device-side assert", _c(r"device-side assert triggered")),
     Rule(Signal.CUDA_ERROR, "unspecified launch failure", _c(r"unspecified launch failure")),
     Rule(Signal.CUDA_ERROR, "CUDA error: ", _c(r"CUDA error: (?!out of memory|CUBLAS_STATUS_ALLOC_FAILED)[^\n]{0,200}")),

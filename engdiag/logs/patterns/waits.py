@@ -20,6 +20,8 @@ port)"; older releases print the limit in seconds ("after 1800s":
 openrlhf-vllm-weight-sync-group-docker-bridge-ip-unreachable, a store on an unreachable bridge address)."""
 
 
+MOONCAKE = "mooncake"
+"""The guard of the Mooncake connector's KV-transfer wait (VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT)."""
 TT_METAL = "tt-metal"
 """The guard of tt-metal's operation timeout (TT_METAL_OPERATION_TIMEOUT_SECONDS)."""
 _STORE_REMOTE = re.compile(r"remote=\[?(?:::ffff:)?(?P<host>[^\]\s)]+?)\]?:(?P<port>\d+)\)")
@@ -198,6 +200,16 @@ WAITS: tuple[Rule, ...] = (
         _c(r"(?:\[(?:PG [^\]]*?)?Rank (?P<rank>\d+)\] )?ProcessGroupNCCL's watchdog got stuck for (?P<s>\d+) seconds"),
         lambda m, t: [NcclWork(rank=_i(m["rank"]), op="a CUDA/NCCL call (the watchdog itself hung)",
                                ran_ms=int(m["s"]) * 1000)],
+    ),
+    # vLLM's Mooncake connector, prefill side: the decode instance asked for requests' KV and the prefill side
+    # did not have it ready within VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT (480 s default), so the pull fails
+    # "Timeout waiting for P side ready." (mooncake_connector.py; mooncake-pd-decode-stuck-waiting-p-side-ready:
+    # decode requests piling up waiting on prefill)
+    Rule(
+        Signal.COMM_TIMEOUT,
+        "Timeout waiting for P side ready",
+        _c(r"Timeout waiting for P side ready"),
+        _const(Timeout(call="Mooncake KV pull", limit_s=None, guard=MOONCAKE)),
     ),
     # Tenstorrent's tt-metal, under the vLLM TT plugin: with TT_METAL_OPERATION_TIMEOUT_SECONDS set, a device
     # that stops answering its dispatch queue raises "TIMEOUT: device timeout[ in fetch queue wait], potential
