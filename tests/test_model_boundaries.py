@@ -973,3 +973,35 @@ def test_a_mooncake_pull_that_timed_out_on_the_prefill_side_is_a_likely_deadlock
     assert verdict.kind.value == "deadlocked" and verdict.confidence == 0.5
     assert "prefill instance's log" in verdict.undecided
     assert any("VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT" in (s.command or "") for s in verdict.next_steps)
+
+
+def test_an_ascend_stream_task_timeout_is_a_likely_stuck_collective_not_a_device_fault(tmp_path):
+    """Ascend's runtime giving up on a stream whose work never finished ("rtStreamSynchronizeWithTimeout execute
+    failed, reason=[fftsplus timeout]", torch_npu's "The execution of the internal task times out") is on vLLM's
+    NPU workers nearly always an HCCL collective left waiting for a peer
+    (flashcomm1-shared-expert-two-stream-hccl-deadlock-profile-run); the synchronize call that reports it is no
+    device fault of its own, where another failed ACL call is (the test above)."""
+    timeout = _verdict(tmp_path, (
+        "RuntimeError: ... current working operator name is aclnnGroupedMatmulWeightNz.\n"
+        "EE9999: rtStreamSynchronizeWithTimeout execution failed, reason=task timeout\n"
+        "[Rank N] HCCL watchdog thread terminated with exception\n"))
+    assert timeout.kind.value == "deadlocked" and timeout.confidence == 0.6
+    assert any("HCCL_ENTRY_LOG_ENABLE" in (s.command or "") for s in timeout.next_steps)
+    sync = _verdict(tmp_path, (
+        "(VllmWorker TP1 pid=961) ERROR 09-07 01:11:09 [multiproc_executor.py:596] RuntimeError: synchronize:build/"
+        "CMakeFiles/torch_npu.dir/compiler_depend.ts:47 NPU function error: c10_npu::acl::"
+        "AclrtSynchronizeStreamWithTimeout(copy_stream), error code is 507048\n"
+        "(VllmWorker TP1 pid=961) ERROR 09-07 01:11:09 [multiproc_executor.py:596] [Error]: The execution of the "
+        "internal task times out.\n"))
+    assert sync.kind.value == "deadlocked"
+
+
+def test_rays_memory_monitor_advice_alone_is_a_host_memory_kill_not_gpu_memory(tmp_path):
+    """Ray's memory monitor kills actors for host RAM; a paste that kept only its advice still says so
+    (lmmr1-ray-memory-monitor-kills-llmrayactors-host-oom), and GPU memory settings would not help."""
+    verdict = _verdict(tmp_path, (
+        "95412   14.05   ray::LLMRayActor\n"
+        "Refer to the documentation on how to address the out of memory issue: https://docs.ray.io/en/latest/"
+        "ray-core/scheduling/ray-oom-prevention.html. Consider provisioning more memory on this node.\n"))
+    assert verdict.kind.value == "crashed" and "host memory" in verdict.headline
+    assert not any("--gpu-memory-utilization" in (s.command or "") for s in verdict.next_steps)

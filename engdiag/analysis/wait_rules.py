@@ -42,7 +42,7 @@ from engdiag.analysis.waits import (
     workers_silent_since,
 )
 from engdiag.logs.events import Event, NcclWork, Peer, Progress, Rendezvous, Signal, Timeout
-from engdiag.logs.patterns.waits import MOONCAKE, STORE_LOST, TT_METAL
+from engdiag.logs.patterns.waits import ASCEND_TASK, MOONCAKE, STORE_LOST, TT_METAL
 from engdiag.roles import Role as ProcRole
 
 SILENT_ENGINE_S = 90.0
@@ -97,6 +97,11 @@ def _comm_steps(draft: Draft, event: Event) -> None:
         draft.step("reset the wedged device before starting again (tt-smi from Tenstorrent's tools)", "tt-smi -r")
         draft.step("tell a hang from a long operation: rerun with a longer watchdog (a hang still trips it)",
                    "export TT_METAL_OPERATION_TIMEOUT_SECONDS=60")
+    elif signal is Signal.COMM_TIMEOUT and isinstance(event.data, Timeout) and event.data.call == ASCEND_TASK:
+        draft.step("make every rank log the collectives it enters, to find the one that never arrived",
+                   "export HCCL_ENTRY_LOG_ENABLE=1")
+        draft.step("read every rank's log at that time: HCCL's 'Notify register times out … remote rank' names the "
+                   "peer that never signalled")
     elif signal is Signal.COMM_TIMEOUT and isinstance(event.data, Timeout) and event.data.guard in ("gloo", "hccl"):
         draft.step("name the ranks and the collectives they disagree on", "export TORCH_DISTRIBUTED_DEBUG=DETAIL")
         draft.step("find the rank that never reached this CPU collective (its own log, or engdiag snapshot on it)")
@@ -140,6 +145,10 @@ def unsatisfiable_wait(facts: Facts, root: Event) -> Verdict:
         headline = ("deadlocked (likely): a CPU collective of the data-parallel group raised, and a gloo collective "
                     "fails only on its peers")
         confidence = 0.5
+    elif isinstance(root.data, Timeout) and root.data.call == ASCEND_TASK:
+        headline = ("deadlocked (likely): a device stream's work never finished within Ascend's task timeout — on "
+                    "vLLM's NPU workers most often an HCCL collective waiting for a peer rank")
+        confidence = 0.6  # a stream's work that never finished: a collective's peer, rarely a hung kernel
     elif isinstance(root.data, Timeout) and root.data.guard == MOONCAKE:
         headline = ("deadlocked (likely): the decode instance gave up pulling KV from the prefill instance, whose "
                     "side never had it ready within VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT (480 s by default)")

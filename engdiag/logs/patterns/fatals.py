@@ -248,6 +248,15 @@ STALLS_TIMEOUTS_FATALS: tuple[Rule, ...] = (
         _c(r"killed due to the node running low on memory"),
         _const(Failure(name="Ray worker (host out of memory)", exception="host memory exhausted (Ray's OOM killer)")),
     ),
+    # the same kill's report when the paste kept only its advice: the memory monitor's top processes and "Refer to
+    # the documentation on how to address the out of memory issue: …/ray-oom-prevention.html"
+    # (lmmr1-ray-memory-monitor-kills-llmrayactors-host-oom: eight vLLM actors at 13–14 GB of host RAM each)
+    Rule(
+        Signal.WORKER_DIED,
+        "ray-oom-prevention",
+        _c(r"address the out of memory issue: \S*ray-oom-prevention"),
+        _const(Failure(name="Ray worker (host out of memory)", exception="host memory exhausted (Ray's OOM killer)")),
+    ),
     Rule(
         Signal.WORKER_DIED,
         "engine core exited unexpectedly",
@@ -319,9 +328,12 @@ STALLS_TIMEOUTS_FATALS: tuple[Rule, ...] = (
     # failed, error code is 561000" — the NPU runtime's counterpart of "CUDA error: …", a fault of the device or
     # its kernel (ascend-a2-2node-shm-broadcast-wait-then-moe-dispatch-hccl-crash: the dispatch failed on every
     # rank after two minutes of the engine core waiting on it).  HCCL's own calls (HcclAllreduce …) are
-    # collectives, which fail on their peers: not matched here.
+    # collectives, which fail on their peers, and a synchronize that timed out (AclrtSynchronizeStreamWithTimeout,
+    # error 507048 "The execution of the internal task times out") waited on the stream's work, most often a
+    # collective (patterns/waits.py): neither is matched here.
     Rule(Signal.CUDA_ERROR, "NPU function error: ",
-         _c(r"NPU function error: (?:call )?(?!Hccl)(?P<call>\w+)[^\n]{0,40}?error code is (?P<code>\d+)"),
+         _c(r"NPU function error: (?:call )?(?![\w:]*(?:Hccl|Synchroniz))(?P<call>[\w:]+)[^\n]{0,40}?error code is "
+            r"(?P<code>\d+)"),
          lambda m, t: [Failure(name=f"NPU {m['call']} error {m['code']}")]),
     Rule(Signal.CUDA_ERROR, "device-side assert", _c(r"device-side assert triggered")),
     Rule(Signal.CUDA_ERROR, "unspecified launch failure", _c(r"unspecified launch failure")),

@@ -20,6 +20,7 @@ port)"; older releases print the limit in seconds ("after 1800s":
 openrlhf-vllm-weight-sync-group-docker-bridge-ip-unreachable, a store on an unreachable bridge address)."""
 
 
+ASCEND_TASK = "HCCL collective or device task (the stream's work never finished)"
 MOONCAKE = "mooncake"
 """The guard of the Mooncake connector's KV-transfer wait (VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT)."""
 TT_METAL = "tt-metal"
@@ -184,6 +185,24 @@ WAITS: tuple[Rule, ...] = (
            r"remote rank:? ?\[(?P<r>[^\]]*)\](?:[^\n]*?tag\[(?P<tag>[A-Za-z]+))?"),
         lambda m, t: [Timeout(call=f"HCCL {m['tag'] or 'collective'} (remote rank {m['r']} never signalled)",
                               guard="hccl")],
+    ),
+    # Ascend's runtime giving up on a stream whose work never finished: "rtStreamSynchronizeWithTimeout execute
+    # failed, reason=[fftsplus timeout]" / "reason=task timeout", torch_npu's "The execution of the internal task
+    # times out." (507048) — on vLLM's Ascend workers nearly always an HCCL collective left waiting for a peer
+    # (vllm-ascend issues 1443 and 2800 print the Notify-register wait beside it;
+    # flashcomm1-shared-expert-two-stream-hccl-deadlock-profile-run: collectives of two groups on two streams
+    # deadlocked in the profile run)
+    Rule(
+        Signal.COMM_TIMEOUT,
+        "rtStreamSynchronizeWithTimeout execut",
+        _c(r"rtStreamSynchronizeWithTimeout execut\w* failed, reason=\[?[\w ]*timeout"),
+        _const(Timeout(call=ASCEND_TASK, guard="hccl")),
+    ),
+    Rule(
+        Signal.COMM_TIMEOUT,
+        "internal task times out",
+        _c(r"The execution of the internal task times out"),
+        _const(Timeout(call=ASCEND_TASK, guard="hccl")),
     ),
     # HCCL's socket wait (EI0006): "Getting socket times out. Reason: Remote Rank did not send the data in
     # time. Please check the reason for the rank being stuck" (ascend-grpo-colocated-vllm-hccl-allreduce-
