@@ -972,7 +972,7 @@ def test_a_mooncake_pull_that_timed_out_on_the_prefill_side_is_a_likely_deadlock
     verdict = _verdict(tmp_path, line)
     assert verdict.kind.value == "deadlocked" and verdict.confidence == 0.5
     assert "prefill instance's log" in verdict.undecided
-    assert any("VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT" in (s.command or "") for s in verdict.next_steps)
+    assert any("VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT" in s.text for s in verdict.next_steps)
 
 
 def test_an_ascend_stream_task_timeout_is_a_likely_stuck_collective_not_a_device_fault(tmp_path):

@@ -121,11 +121,14 @@ def quiet(facts: Facts) -> Verdict | None:
     core_stalls = facts.shm_stalls(workers=False)
     if worker_stalls or core_stalls:
         stalls = worker_stalls + core_stalls
-        reason = (
-            "a worker waiting for work while the engine is idle"
-            if worker_stalls and not core_stalls
-            else "start-up work (compile, weight loading, warm-up)"
-        )
+        if worker_stalls and not core_stalls:
+            reason = "a worker waiting for work while the engine is idle"
+        elif facts.served_before(core_stalls[0]):
+            reason = "a long step while serving (not repeated minute after minute)"
+        elif facts.startup_work_before(core_stalls[0]):
+            reason = "start-up work (compile, weight loading, warm-up)"
+        else:
+            reason = "a long step or start-up work (not repeated minute after minute)"
         draft = Draft(facts, Kind.HEALTHY, 0.6, f"healthy: the shared-memory wait lines are {reason}")
         for event in stalls[:2]:
             draft.cite(event, Role.CONTEXT, "benign on an idle worker and during start-up")

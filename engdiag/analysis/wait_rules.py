@@ -91,8 +91,8 @@ def _comm_steps(draft: Draft, event: Event) -> None:
     elif signal is Signal.COMM_TIMEOUT and isinstance(event.data, Timeout) and event.data.guard == MOONCAKE:
         draft.step("read the prefill instance's log for those request ids: scheduled and still running, or never "
                    "there (the proxy's routing, or a prefill engine that stopped)")
-        draft.step("only if the prefill side was still working on them: give it longer (on both instances)",
-                   "export VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT=960")
+        draft.step("only if the prefill side was still working on them: raise VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT "
+                   "(480 s by default) on both instances, above the longest prefill under that load")
     elif signal is Signal.COMM_TIMEOUT and isinstance(event.data, Timeout) and event.data.guard == TT_METAL:
         draft.step("reset the wedged device before starting again (tt-smi from Tenstorrent's tools)", "tt-smi -r")
         draft.step("tell a hang from a long operation: rerun with a longer watchdog (a hang still trips it)",
