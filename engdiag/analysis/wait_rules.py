@@ -140,42 +140,12 @@ def unsatisfiable_wait(facts: Facts, root: Event) -> Verdict:
         return _rendezvous_raised(facts, root, frame.error)
     if frame is not None:  # only the traceback through the rendezvous, ending in an error that names no member
         confidence = 0.6
-    cut = isinstance(root.data, Peer) and root.data.cut
-    if cut:
-        headline = ("deadlocked (likely): a CPU collective of the data-parallel group raised, and a gloo collective "
-                    "fails only on its peers")
-        confidence = 0.5
-    elif isinstance(root.data, Timeout) and root.data.call == ASCEND_TASK:
-        headline = ("deadlocked (likely): a device stream's work never finished within Ascend's task timeout — on "
-                    "vLLM's NPU workers most often an HCCL collective waiting for a peer rank")
-        confidence = 0.6  # a stream's work that never finished: a collective's peer, rarely a hung kernel
-    elif isinstance(root.data, Timeout) and root.data.guard == MOONCAKE:
-        headline = ("deadlocked (likely): the decode instance gave up pulling KV from the prefill instance, whose "
-                    "side never had it ready within VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT (480 s by default)")
-        confidence = 0.5
-    elif isinstance(root.data, Timeout) and root.data.guard == TT_METAL:
-        headline = ("deadlocked (likely): the device stopped answering its dispatch queue and tt-metal's operation "
-                    "watchdog reported a potential hang")
-        confidence = 0.6
-    elif _store_lost(root):
-        where = f" at {root.data.peer}" if root.data.peer else ""  # type: ignore[union-attr]
-        headline = (f"deadlocked (likely): the TCP store's host{where} closed the connection — rank 0's process "
-                    "(the head node's vLLM with data parallelism) exited or crashed, and the ranks left wait on it")
-        confidence = 0.5
+    likely = _likely(root)
+    if likely is not None:
+        headline, confidence, undecided = likely
     draft = Draft(facts, Kind.DEADLOCKED, confidence, headline)
-    if isinstance(root.data, Timeout) and root.data.guard == MOONCAKE:
-        draft.undecided = ("the prefill instance's log at that time: those requests still prefilling there (a slow "
-                           "prefill under load) or never scheduled (stuck)")
-    if isinstance(root.data, Timeout) and root.data.guard == TT_METAL:
-        draft.undecided = ("how long the operation may run: a longer TT_METAL_OPERATION_TIMEOUT_SECONDS that still "
-                           "trips confirms a hang")
-    if _store_lost(root):
-        draft.undecided = ("the store host's own log: a crash there is the cause; an operator's stop or a clean exit "
-                           "there makes this exit-time noise")
-    if cut:
-        draft.undecided = ("the traceback's last line: 'Timed out waiting … for recv' (a rank that never entered), "
-                           "'Connection closed/reset by peer' (a rank that died), 'op.preamble.length' (ranks that "
-                           "diverged)")
+    if likely is not None:
+        draft.undecided = undecided
     draft.generic_steps = False
     draft.cite(root, Role.ROOT_CAUSE, "a wait that can never be satisfied")
     if any(e.signal is Signal.FATAL_SIGNAL for e in facts.events):
@@ -188,6 +158,39 @@ def unsatisfiable_wait(facts: Facts, root: Event) -> Verdict:
     draft.cite_consequences(root)
     _comm_steps(draft, root)
     return draft.done()
+
+
+def _likely(root: Event) -> tuple[str, float, str | None] | None:
+    """(headline, confidence, what would decide) of a wait read from a line that cannot say for certain that
+    it never completes: a cut traceback, or a guard that fires on long work too."""
+    data = root.data
+    if isinstance(data, Peer) and data.cut:
+        return (("deadlocked (likely): a CPU collective of the data-parallel group raised, and a gloo collective "
+                "fails only on its peers"), 0.5,
+                ("the traceback's last line: 'Timed out waiting … for recv' (a rank that never entered), "
+                "'Connection closed/reset by peer' (a rank that died), 'op.preamble.length' (ranks that diverged)"))
+    if _store_lost(root):
+        where = f" at {data.peer}" if isinstance(data, Peer) and data.peer else ""
+        return ((f"deadlocked (likely): the TCP store's host{where} closed the connection — rank 0's process (the "
+                "head node's vLLM with data parallelism) exited or crashed, and the ranks left wait on it"), 0.5,
+                ("the store host's own log: a crash there is the cause; an operator's stop or a clean exit there "
+                "makes this exit-time noise"))
+    if not isinstance(data, Timeout):
+        return None
+    if data.call == ASCEND_TASK:  # a stream's work that never finished: a collective's peer, rarely a hung kernel
+        return (("deadlocked (likely): a device stream's work never finished within Ascend's task timeout — on "
+                "vLLM's NPU workers most often an HCCL collective waiting for a peer rank"), 0.6, None)
+    if data.guard == MOONCAKE:
+        return (("deadlocked (likely): the decode instance gave up pulling KV from the prefill instance, whose side "
+                "never had it ready within VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT (480 s by default)"), 0.5,
+                ("the prefill instance's log at that time: those requests still prefilling there (a slow prefill "
+                "under load) or never scheduled (stuck)"))
+    if data.guard == TT_METAL:
+        return (("deadlocked (likely): the device stopped answering its dispatch queue and tt-metal's operation "
+                "watchdog reported a potential hang"), 0.6,
+                ("how long the operation may run: a longer TT_METAL_OPERATION_TIMEOUT_SECONDS that still trips "
+                "confirms a hang"))
+    return None
 
 
 def _store_lost(event: Event) -> bool:
