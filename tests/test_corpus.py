@@ -142,6 +142,10 @@ UNDECIDABLE_FROM_THE_LOG = {
     # start-up up to "Memory profiling takes 7.26 seconds" (the CUDA OOM of the title is past the paste).
     "vlm-grpo-vllm-serve-weight-sync-socket-timeout": ("deadlocked", "traceback's last line"),
     "ocrflux-qwen25vl-3b-v0-cuda-oom": ("fragmented", "lines after this point"),
+    # Blind round 24, high: an RL orchestrator's own lines ("Updating weights to weight checkpoint 1" at 20:00:20,
+    # an error caught at 20:00:50) and httpx's transport frames, cut before the ReadTimeout; that the 30 s client
+    # timeout cut off a weight load still running is the fix PR's finding, and no line of the server is pasted.
+    "prime-rl-update-weights-readtimeout": ("slow", "traceback's last line"),
 }
 
 NO_SIGNAL_IN_THE_LOG = {
@@ -228,8 +232,8 @@ NOT_A_VLLM_LOG = {
 
 
 def test_corpus_is_complete():
-    # 55 from ../shared/corpus + 25 + 226 collected blind in fourteen rounds (HELDOUT.md)
-    assert len(CASES) == 424
+    # 55 from ../shared/corpus + 25 + the cases collected blind in 24 rounds (HELDOUT.md)
+    assert len(CASES) == 438
     for case in CASES:
         meta = json.loads((case / "case.json").read_text())
         assert meta["source"].startswith("https://")

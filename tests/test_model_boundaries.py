@@ -849,6 +849,38 @@ def test_a_forward_traceback_whose_error_is_kept_or_that_ends_elsewhere_is_read_
                                            error="")).kind.value != "fragmented"
 
 
+_CUT_AT = (
+    "(VllmWorker rank=1 pid=106) ERROR 04-29 01:10:12 [multiproc_executor.py:470] Traceback (most recent call last):\n"
+    '(VllmWorker rank=1 pid=106) ERROR 04-29 01:10:12 [multiproc_executor.py:470]   File "/usr/lib/python3/'
+    'dist-packages/vllm/model_executor/layers/fused_moe/fused_moe.py", line 1295, in fused_experts_impl\n'
+    "(VllmWorker rank=1 pid=106) ERROR 04-29 01:10:12 [multiproc_executor.py:470]     {statement}\n"
+    "{error}"
+)
+
+
+def test_a_traceback_cut_at_an_allocation_leans_out_of_memory(tmp_path):
+    """A tensor factory calls no Python below it and fails on memory (qwen3-moe-fused-experts-oom: ``cache13 =
+    torch.empty(`` in the fused-MoE kernel); a function named for allocating says the same of the frames past the
+    cut (b12x-moe-static-workspace-oom).  Both OOMs were past the paste."""
+    for statement in ("cache13 = torch.empty(M * top_k_num * max(N, K),",
+                      "self._static_workspace = allocate_sm120_moe_workspace("):
+        cut = _verdict(tmp_path, _CUT_AT.format(statement=statement, error=""))
+        assert cut.kind.value == "fragmented" and cut.confidence == 0.5, statement
+        assert "allocation" in cut.headline and "OutOfMemoryError" in cut.undecided
+        assert any("--gpu-memory-utilization" in (step.command or "") for step in cut.next_steps)
+
+
+def test_a_traceback_cut_elsewhere_or_whose_error_is_kept_is_not_read_as_an_allocation(tmp_path):
+    """Only the last statement counts, and only when no other error was kept: arithmetic, a free, or a
+    shape error raised at the factory are not memory."""
+    for statement in ("out = hidden_states + residual", "self._deallocate_buffers()", "torch.cuda.empty_cache()"):
+        assert _verdict(tmp_path, _CUT_AT.format(statement=statement, error="")).kind.value != "fragmented", statement
+    prefix = "(VllmWorker rank=1 pid=106) ERROR 04-29 01:10:12 [multiproc_executor.py:470] "
+    kept = _verdict(tmp_path, _CUT_AT.format(statement="cache13 = torch.empty(M, K,",
+                                            error=prefix + "RuntimeError: negative dimension -4\n"))
+    assert kept.kind.value != "fragmented" and "negative dimension" in kept.headline + str(kept.evidence)
+
+
 def test_a_traceback_cut_in_the_kv_cache_set_up_leans_out_of_memory(tmp_path):
     """``_initialize_kv_caches`` profiles the peak, sizes the cache and allocates it: each step fails on memory
     first (internvl3-78b-4xa100-40g-waiting-engine-then-kv-init-oom; V0's ``initialize_cache`` in
@@ -1005,3 +1037,50 @@ def test_rays_memory_monitor_advice_alone_is_a_host_memory_kill_not_gpu_memory(t
         "ray-core/scheduling/ray-oom-prevention.html. Consider provisioning more memory on this node.\n"))
     assert verdict.kind.value == "crashed" and "host memory" in verdict.headline
     assert not any("--gpu-memory-utilization" in (s.command or "") for s in verdict.next_steps)
+
+
+_XLA = "(EngineCore pid=7) ERROR 06-03 07:41:11 [core.py:1184] jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: {what}\n"
+
+
+def test_xlas_own_out_of_memory_figures_are_device_memory_exhaustion(tmp_path):
+    """XLA (TPU) prints a compiled program's needs against one memory space, or a buffer the runtime could not
+    place (tpu-inference-v7x-vmem-oom-precompile: 76.58M of 64.00M vmem); a gRPC message over its size limit is
+    RESOURCE_EXHAUSTED too, and no memory at all."""
+    compiled = _verdict(tmp_path, _XLA.format(
+        what="XLA:TPU compile permanent error. Ran out of memory in memory space vmem. Used 76.58M of 64.00M vmem. "
+             "Exceeded vmem capacity by 12.58M."))
+    assert compiled.kind.value == "fragmented" and compiled.sub_kind.value == "exhaustion"
+    assert "76.58 MiB of vmem" in compiled.headline and "64.00 MiB" in compiled.headline
+    assert not any("expandable_segments" in note for note in compiled.notes)
+    runtime = _verdict(tmp_path, _XLA.format(
+        what="Error allocating device buffer: Attempting to allocate 1.20G. That was not possible. There are 1.00G free."))
+    assert runtime.kind.value == "fragmented" and "1.20 GiB" in runtime.headline
+    grpc = _verdict(tmp_path, _XLA.format(what="Received message larger than max (8388608 vs. 4194304)"))
+    assert grpc.kind.value != "fragmented"
+
+
+_INIT_CACHE = (
+    "ERROR 11-13 17:03:45 worker_base.py:382] Error executing method initialize_cache. This might cause deadlock in "
+    "distributed execution.\n"
+    "ERROR 11-13 17:03:45 worker_base.py:382] Traceback (most recent call last):\n"
+    'ERROR 11-13 17:03:45 worker_base.py:382]   File "/v/vllm/worker/worker_base.py", line 374, in execute_method\n'
+    "ERROR 11-13 17:03:45 worker_base.py:382]     return executor(*args, **kwargs)\n"
+    "{more}"
+)
+
+
+def test_v0_initialize_cache_failing_is_the_kv_cache_only_before_the_warm_up(tmp_path):
+    """V0's initialize_cache sizes the KV cache, allocates it, then warms the model up: its wrapper's error with
+    the traceback cut there is the cache not fitting (openrlhf-70b-ppo-initialize-cache-kv-6048-lt-8192-deadlock-
+    warning), a traceback on into ``_warm_up_model`` or a kept error about something else is not
+    (gaudi-hpu-graph-nonsfg-collective-warmup)."""
+    prefix = "ERROR 11-13 17:03:45 worker_base.py:382] "
+    assert _verdict(tmp_path, _INIT_CACHE.format(more="")).kind.value == "fragmented"
+    too_long = prefix + ("ValueError: The model's max seq len (8192) is larger than the maximum number of tokens "
+                         "that can be stored in KV cache (6048).\n")
+    assert _verdict(tmp_path, _INIT_CACHE.format(more=too_long)).kind.value == "fragmented"
+    warm_up = (prefix + '  File "/v/vllm/worker/habana_worker.py", line 220, in _warm_up_model\n'
+               + prefix + "    self.model_runner.warmup_model(self.hpu_cache[0])\n")
+    assert _verdict(tmp_path, _INIT_CACHE.format(more=warm_up)).kind.value != "fragmented"
+    other = prefix + "RuntimeError: collective nonSFG is not supported during hpu graph capturing\n"
+    assert _verdict(tmp_path, _INIT_CACHE.format(more=other)).kind.value != "fragmented"

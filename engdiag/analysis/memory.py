@@ -32,6 +32,8 @@ def _pad(text: str) -> str:
     return f" {text}" if text else ""
 
 
+_XLA = "Ran out of memory in memory space"
+"""XLA's compile-time OOM (TPU): a program's figures against one memory space, no allocator cache involved."""
 _BANKED = "Not enough space to allocate"
 """tt-metal's allocator, whose figures are per memory bank (engdiag.logs.patterns.memory)."""
 
@@ -84,6 +86,11 @@ def oom(facts: Facts, root: Event) -> Verdict:
             draft.headline = (f"device memory exhausted{_pad(when)}: {format_bytes(tried)} asked for per bank with "
                               f"{format_bytes(numbers.free)} free")
             note = "the allocator's own per-bank figures: less is free than the request, the device is full"
+        elif tried is not None and numbers.total is not None and numbers.free is None and _XLA in root.text:
+            space = root.text.split(_XLA, 1)[1].split(".", 1)[0].strip()
+            draft.headline = (f"device memory exhausted{_pad(when)}: the compiled program needs {format_bytes(tried)} "
+                              f"of {space}, which holds {format_bytes(numbers.total)}")
+            note = "XLA's own figures: the program needs more than the memory space holds"
         elif tried is not None:
             # older messages, other accelerators and cut pastes print no reserved figure: no claim either way
             draft.headline = (f"GPU memory exhausted{_pad(when)}: CUDA OOM asking for {format_bytes(tried)} with "
@@ -92,7 +99,7 @@ def oom(facts: Facts, root: Event) -> Verdict:
         else:
             draft.headline = f"GPU memory exhausted{_pad(when)}: {root.text[:140]}"
             note = "the message carries no allocator numbers"
-        if _BANKED not in root.text:
+        if _BANKED not in root.text and _XLA not in root.text:
             draft.notes.append(
                 "PyTorch prints the expandable_segments hint in every OOM; it only helps when "
                 "reserved-but-unallocated memory is large"

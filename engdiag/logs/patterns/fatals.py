@@ -123,9 +123,33 @@ def _in_forward(text: str) -> bool:
             and not any(_NOT_THE_FORWARD.search(path) for path, _ in below))
 
 
+_ALLOCATION_CALL = re.compile(
+    r"\btorch\.(?:empty|zeros|ones|full|rand|randn|empty_strided)(?:_like)?\(|\.new_(?:empty|zeros|ones|full)\(|"
+    r"\b(?!\w*(?:dealloc|delete|free|release))\w*alloc\w*\(", re.IGNORECASE)
+ALLOCATION = "an allocation (the last statement its traceback shows)"
+
+
+def _ends_allocating(text: str) -> bool:
+    """Is the last statement of a traceback cut before its exception an allocation?
+
+    A tensor factory (``torch.empty(...)``) calls no Python below it, so a traceback whose last frame's
+    statement is one raised there, and a factory fails on memory: its arguments were fixed when the code was
+    written.  A function named for allocating (``allocate_sm120_moe_workspace(``) says the same of the frames
+    past the cut.  qwen3-moe-fused-experts-oom (``cache13 = torch.empty(`` in ``fused_experts_impl``) and
+    b12x-moe-static-workspace-oom (a MoE kernel's static workspace at start-up): both OOMs past the paste.
+    """
+    frames = list(_FRAME.finditer(text))
+    if not frames:
+        return False
+    statement = text[frames[-1].end() :].lstrip(" \t").partition("\n")[2].partition("\n")[0]
+    return _ALLOCATION_CALL.search(statement) is not None
+
+
 def _traceback_site(text: str) -> str | None:
     """Where in vLLM a traceback passes that says what the process was doing when it raised."""
     site = next((ALLOCATING + what for frames, what in _ALLOCATING_FRAMES if frames.search(text)), None)
+    if site is None and _ends_allocating(text):
+        site = ALLOCATING + ALLOCATION
     return site or (ALLOCATING + FORWARD if _in_forward(text) else None)
 
 

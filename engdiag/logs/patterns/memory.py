@@ -12,12 +12,25 @@ import re
 from collections.abc import Iterable
 
 from engdiag.logs.events import CudaOom, Memory, Payload, Preemption, Signal
-from engdiag.logs.patterns.base import Builder, Rule, _c, _i
+from engdiag.logs.patterns.base import Builder, Rule, _c, _i, last_exception
 
 _UNITS = {"B": 1, "bytes": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
 _UNITS |= {"KB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30, "TB": 1 << 40}
 _SIZE = r"[\d.]+ ?(?:bytes|B|KiB|MiB|GiB|TiB|KB|MB|GB|TB)"
 _SIZE_PARTS = re.compile(r"([\d.]+) ?(\w+)")
+
+
+_XLA_SIZE = r"[\d.]+[KMGT]?B?"
+_XLA_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def _xla_bytes(text: str | None) -> int | None:
+    """XLA's ``'76.58M'`` / ``'21.95G'`` / ``'0B'`` (binary units) → bytes."""
+    if text is None:
+        return None
+    digits = text.rstrip("B")
+    unit = digits[-1:] if digits[-1:] in _XLA_UNITS else ""
+    return int(float(digits.removesuffix(unit) or 0) * _XLA_UNITS[unit])
 
 
 def size_bytes(text: str | None) -> int | None:
@@ -34,6 +47,22 @@ _BANK_NEEDS = re.compile(r"each\s*bank\s*needs\s*to\s*store\s*(\d+)\s*B")
 _BANK_SIZE = re.compile(r"bank\s*size\s*is\s*(\d+)\s*B")
 _BANK_STATE = re.compile(r"\(allocated:\s*(\d+)\s*B,\s*free:\s*(\d+)\s*B(?:,\s*largest\s*free\s*block:\s*(\d+)\s*B)?\)")
 """A wrapped paste drops the space at each cut, so every gap may be empty."""
+
+
+_WARM_UP = re.compile(r"\bin _?warm_?up_model\b|\bin capture_model\b")
+_ABOUT_THE_CACHE = re.compile(r"KV cache|cache blocks|memory", re.IGNORECASE)
+
+
+def _past_sizing(text: str) -> bool:
+    """Did V0's ``initialize_cache`` fail after the KV cache was sized and allocated?
+
+    It sizes the cache, allocates it, then warms the model up (CUDA-graph capture; HPU graphs on Gaudi), so a
+    traceback through ``_warm_up_model`` failed there, and a kept error about something else says what:
+    gaudi-hpu-graph-nonsfg-collective-warmup (``collective nonSFG is not supported during hpu graph
+    capturing``, a missing ``PT_HPU_ENABLE_LAZY_COLLECTIVES=1``).
+    """
+    ending = last_exception(text)
+    return bool(_WARM_UP.search(text)) or (ending is not None and not _ABOUT_THE_CACHE.search(ending))
 
 
 def _bank_oom(text: str) -> CudaOom:
@@ -198,11 +227,23 @@ MEMORY: tuple[Rule, ...] = (
     # V0's worker wrapper logs "Error executing method initialize_cache. This might cause deadlock in distributed
     # execution." (worker_base.py, 0.4–0.10) for any exception there; in initialize_cache that is the KV cache not
     # fitting (raise_if_cache_size_invalid), the "deadlock" being a generic warning
-    # (openrlhf-70b-ppo-initialize-cache-kv-6048-lt-8192-deadlock-warning).
+    # (openrlhf-70b-ppo-initialize-cache-kv-6048-lt-8192-deadlock-warning) — unless its traceback goes on into
+    # the warm-up initialize_cache runs once the cache is sized, or keeps an error about something else.
     Rule(Signal.KV_CACHE_INSUFFICIENT, "Error executing method initialize_cache",
-         _c(r"Error executing method initialize_cache")),
+         _c(r"Error executing method initialize_cache"), lambda m, t: [] if _past_sizing(t) else [None]),
     Rule(Signal.CUDA_OOM, "CUBLAS_STATUS_ALLOC_FAILED", _c(r"CUBLAS_STATUS_ALLOC_FAILED"), _oom),
     Rule(Signal.CUDA_OOM, "OutOfMemoryError", _c(r"(?:torch\.(?:cuda\.)?)?OutOfMemoryError"), _oom),
+    # XLA (TPU: tpu-inference, vLLM's TPU backend): a program that does not fit a memory space when compiled
+    # ("RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory space vmem. Used 76.58M
+    # of 64.00M vmem." tpu-inference-v7x-vmem-oom-precompile), or a buffer / program the runtime could not place
+    # ("Attempting to allocate 1.2G. That was not possible. There are 1.0G free.").
+    Rule(Signal.CUDA_OOM, "Ran out of memory in memory space",
+         _c(rf"Ran out of memory in memory space \w+\. Used (?P<used>{_XLA_SIZE}) of (?P<cap>{_XLA_SIZE}) \w+"),
+         lambda m, t: [CudaOom(tried=_xla_bytes(m["used"]), total=_xla_bytes(m["cap"]))]),
+    Rule(Signal.CUDA_OOM, "That was not possible",
+         _c(rf"Attempting to (?:allocate|reserve) (?P<size>{_XLA_SIZE})\b[^\n]*?That was not possible\."
+            rf"(?: There are (?P<free>{_XLA_SIZE}) free)?"),
+         lambda m, t: [CudaOom(tried=_xla_bytes(m["size"]), free=_xla_bytes(m["free"]))]),
     # torch's caching allocator's own sentence, "Tried to allocate 136.00 MiB. GPU 0 has a total capacity of
     # ...", when a paste kept it without the "CUDA out of memory." before it
     # (cudagraph-capture-oom-at-0.98-gpu-util-5090-laptop: three wrapped lines of the message, nothing else).
