@@ -1084,3 +1084,33 @@ def test_v0_initialize_cache_failing_is_the_kv_cache_only_before_the_warm_up(tmp
     assert _verdict(tmp_path, _INIT_CACHE.format(more=warm_up)).kind.value != "fragmented"
     other = prefix + "RuntimeError: collective nonSFG is not supported during hpu graph capturing\n"
     assert _verdict(tmp_path, _INIT_CACHE.format(more=other)).kind.value != "fragmented"
+
+
+_HCCL = "[ERROR] HCCL(2717288,python3):2025-07-23-{t} [{where}] [2717288]{what}\n"
+
+
+def test_hccl_links_that_never_form_are_a_rendezvous_that_cannot_complete(tmp_path):
+    """HCCL's own log forming a communicator: a rank that cannot listen on its NIC's port, and the link to a rank
+    that never formed within HCCL_CONNECT_TIMEOUT (ascend-hccl-listen-fail-link-timeout): the group never forms,
+    however long it waits; one listen failure alone says the same."""
+    listen = _HCCL.format(t="03:47:57.070.463", where="hccl_socket.cc:100",
+                          what="[HcclSocket][Listen] socket type[1], listen on ip[192.168.20.160] and specific "
+                               "port[16666] fail. Please check the port status.")
+    link = _HCCL.format(t="03:49:57.177.194", where="hccl_socket_manager.cc:778",
+                        what="[Wait][LinkEstablish]wait socket establish timeout, role[1] rank[12] timeout[120]")
+    both = _verdict(tmp_path, listen + link)
+    assert both.kind.value == "deadlocked" and "192.168.20.160:16666" in both.headline
+    assert any("hccn_tool" in (step.command or "") for step in both.next_steps)
+    alone = _verdict(tmp_path, link)
+    assert alone.kind.value == "deadlocked" and "rank 12" in alone.headline
+
+
+def test_the_shells_killed_line_is_a_sigkill_and_a_word_inside_a_line_is_not(tmp_path):
+    """bash prints "Killed" for a foreground job that died of SIGKILL (jetson-orin-nx-gguf-killed-after-kv-alloc:
+    right after V0 sized its KV cache); the word inside a message is no such report."""
+    start = "INFO 01-23 07:34:26 gpu_executor.py:122] # GPU blocks: 11836, # CPU blocks: 4681\n"
+    for report in ("Killed\n", "bash: line 1:  1234 Killed   python3 -m vllm.entrypoints.openai.api_server --model Qwen2-7B\n"):
+        killed = _verdict(tmp_path, start + report)
+        assert killed.kind.value == "crashed" and "SIGKILL" in killed.headline, report
+        assert any("dmesg" in (step.command or "") for step in killed.next_steps)
+    assert _verdict(tmp_path, start + "INFO 01-23 07:34:27 engine.py:1] Killed 3 idle sequences\n").kind.value != "crashed"

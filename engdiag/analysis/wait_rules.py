@@ -62,6 +62,11 @@ def _comm_steps(draft: Draft, event: Event) -> None:
         meet = event.data if isinstance(event.data, Rendezvous) else Rendezvous()
         if meet.what == "placement":
             draft.step("see what Ray can place: GPUs per node against the parallel sizes", "ray status")
+        elif meet.what == "hccl":
+            draft.step("check every NPU's NIC link and that no other process holds HCCL's ports (on every node)",
+                       "for i in 0 1 2 3 4 5 6 7; do hccn_tool -i $i -link -g; done")
+            draft.step("a link that never forms is not slow: raise HCCL_CONNECT_TIMEOUT (120 s) only when ranks "
+                       "start minutes apart", "export HCCL_CONNECT_TIMEOUT=600")
         elif meet.what == "mesh":
             draft.step("bind gloo to the interface the nodes reach each other on (on every node)",
                        "export GLOO_SOCKET_IFNAME=$(ip -o -4 route show default | awk '{print $5}')")

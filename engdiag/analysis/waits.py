@@ -198,6 +198,9 @@ def _rendezvous(facts: Facts) -> Iterable[Wait]:
                 why += "; a rank advertised a loopback address, which no other node can reach"
         elif meet.what == "placement":
             on, why = "Ray placement group", "the cluster cannot place the requested GPUs"
+        elif meet.what == "hccl":
+            on = f"HCCL {meet.address}" if meet.address else "its HCCL peers"
+            why = meet.error or "the HCCL link to it was never established"
         elif meet.from_frame:
             yield Wait(_label(event, "process-group rendezvous"), "the process-group store", "rendezvous", None,
                        meet.error[:160] if meet.error else "it raised; the error line is cut off", None,

@@ -311,7 +311,8 @@ class Rendezvous:
     limit_s: float | None = None
     address: str | None = None
     what: str = "rendezvous"
-    """rendezvous (members short), store (unreachable), mesh (gloo ranks), placement (Ray), or traceback (only a
+    """rendezvous (members short), store (unreachable), mesh (gloo ranks), hccl (Ascend's links), placement (Ray),
+    or traceback (only a
     frame through the rendezvous: its ``error`` says which, when the paste kept it)."""
     error: str | None = None
 

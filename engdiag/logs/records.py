@@ -38,6 +38,8 @@ _WRAP_STARTS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_,.;:)]}%")
 _GLOG_TAIL_STARTS = frozenset("0123456789,.;:)]}%")
 """How the hard-wrapped tail of a glog line starts: mid-number or mid-list."""
 _DATED = re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d")
+_SHELL_REPORT = re.compile(r"(?:(?:[\w./-]+: )?line \d+: +\d+ +)?Killed\b|(?:[\w./-]+: )?line \d+: +\d+ ")
+"""The shell's report of its job ("Killed", "bash: line 1:  1234 Killed   python …"): its own line, never a tail."""
 """A line opening with a full date and time is a record of its own (a harness's or client's logger between
 vLLM's lines: tt-tensor-cache-generation-exceeds-1200s-health-wait), never a wrapped tail."""
 _WRAP_ENDS = frozenset(",:;=([{-")
@@ -109,6 +111,7 @@ def _hard_wrapped(prev: Piece, cur: Piece) -> bool:
         and bool(prev.msg.strip())
         and (cur.msg[:1] in _WRAP_STARTS or prev.msg.rstrip(" ")[-1:] in _WRAP_ENDS)
         and not _DATED.match(cur.msg)
+        and not _SHELL_REPORT.match(cur.msg)
     )
 
 

@@ -260,6 +260,15 @@ STALLS_TIMEOUTS_FATALS: tuple[Rule, ...] = (
         _c(r"Out of memory: Killed process (?P<pid>\d+) \((?P<n>[^)]+)\)"),
         lambda m, t: [Failure(name=f"{m['n']} pid {m['pid']} (host OOM killer)", exit_code=-9)],
     ),
+    # the shell's own report of its foreground job dying of SIGKILL: "Killed" on a line of its own, or bash's
+    # "line 1:  1234 Killed   python -m vllm…" — the kernel's OOM killer or an operator's kill -9
+    # (jetson-orin-nx-gguf-killed-after-kv-alloc: right after V0 sized the KV cache and its CPU swap space)
+    Rule(
+        Signal.WORKER_DIED,
+        "Killed",
+        _c(r"(?m)^[ \t]*(?:(?:\S+: )?line \d+: +\d+ +Killed\b[^\n]*|Killed)[ \t]*$"),
+        _const(Failure(name="the process (the shell printed Killed: SIGKILL)", exit_code=-9)),
+    ),
     Rule(
         Signal.WORKER_DIED,
         "The actor died unexpectedly",

@@ -204,6 +204,24 @@ WAITS: tuple[Rule, ...] = (
         _c(r"The execution of the internal task times out"),
         _const(Timeout(call=ASCEND_TASK, guard="hccl")),
     ),
+    # HCCL's own log (Ascend plog, or stdout with ASCEND_SLOG_PRINT_TO_STDOUT=1) forming a communicator: a rank
+    # that cannot listen on its NIC's port ("[HcclSocket][Listen] ... listen on ip[A] and specific port[P] fail"),
+    # and the link to a rank never established within HCCL_CONNECT_TIMEOUT ("[Wait][LinkEstablish]wait socket
+    # establish timeout, role[1] rank[12] timeout[120]"): the group can never form, however long it waits
+    # (ascend-hccl-listen-fail-link-timeout: DP4/TP4/EP16, the listen failure two minutes before the timeout).
+    Rule(
+        Signal.RENDEZVOUS_FAILED,
+        "wait socket establish timeout",
+        _c(r"wait socket establish timeout, role\[\d+\] rank\[(?P<r>\d+)\] timeout\[(?P<s>\d+)\]"),
+        lambda m, t: [Rendezvous(address=f"rank {m['r']}", limit_s=int(m["s"]), what="hccl")],
+    ),
+    Rule(
+        Signal.RENDEZVOUS_FAILED,
+        "and specific port[",
+        _c(r"listen on ip\[(?P<ip>[^\]]*)\] and specific port\[(?P<port>\d+)\] fail"),
+        lambda m, t: [Rendezvous(what="hccl", error=f"this rank could not listen on {m['ip']}:{m['port']}, so no "
+                                 "peer could connect to it: the port taken, or the NIC down")],
+    ),
     # HCCL's socket wait (EI0006): "Getting socket times out. Reason: Remote Rank did not send the data in
     # time. Please check the reason for the rank being stuck" (ascend-grpo-colocated-vllm-hccl-allreduce-
     # remote-rank-stuck, inside an all_reduce)
