@@ -1114,3 +1114,55 @@ def test_the_shells_killed_line_is_a_sigkill_and_a_word_inside_a_line_is_not(tmp
         assert killed.kind.value == "crashed" and "SIGKILL" in killed.headline, report
         assert any("dmesg" in (step.command or "") for step in killed.next_steps)
     assert _verdict(tmp_path, start + "INFO 01-23 07:34:27 engine.py:1] Killed 3 idle sequences\n").kind.value != "crashed"
+
+
+_LMCACHE = ("[2025-08-14 14:57:51,765] LMCache WARNING: Failed to allocate memory object, retrying... "
+            "(nixl_connector_v3.py:567:lmcache.v1.storage_backend.connector.nixl_connector_v3)\n")
+
+
+def test_lmcaches_transfer_buffer_retrying_without_end_is_a_full_kv_buffer(tmp_path):
+    """LMCache's NIXL save loop sleeps and retries while its buffer has no free block
+    (lmcache-nixl-buffer-alloc-retry-forever): the buffer's own knob, not the engine's KV-cache knobs."""
+    full = _verdict(tmp_path, _LMCACHE * 3)
+    assert full.kind.value == "fragmented" and full.sub_kind.value == "kv-pressure" and full.confidence == 0.7
+    assert "3 times" in full.headline
+    commands = [step.command or "" for step in full.next_steps]
+    assert any("LMCACHE_NIXL_BUFFER_SIZE" in c for c in commands)
+    assert not any("--gpu-memory-utilization" in c or "--max-num-seqs" in c for c in commands)
+    assert _verdict(tmp_path, _LMCACHE).confidence == 0.5  # one retry: an unlucky allocation is possible
+
+
+_RELEASED = ("(EngineCore pid=9) WARNING 08-16 08:09:07 [nixl_connector.py:1048] Releasing expired KV blocks for "
+             "request cmpl-1 which were retrieved by 0 decode worker(s) {how}.\n")
+_READ_LATE = ("(EngineCore pid=9) ERROR 08-16 08:09:28 [nixl_connector.py:1068] Potentially invalid KV blocks for "
+              "unrecognized request cmpl-1 were retrieved by a decode worker. They may have expired.\n")
+
+
+def test_a_decode_read_after_the_prefill_sides_lease_is_slow_not_dead(tmp_path):
+    """The prefill side frees KV blocks its decode side has not read within the lease; a decode worker that reads
+    them after all was alive, only later than the lease (nixl-kv-lease-expired-decode-read-after-free).  Each
+    release names its knob: 0.10's VLLM_NIXL_ABORT_REQUEST_TIMEOUT with its seconds, 0.3x's kv_lease_duration."""
+    old = _verdict(tmp_path, _RELEASED.format(how="within 120 seconds") + _READ_LATE)
+    assert old.kind.value == "slow" and "120 s" in old.headline
+    assert any("VLLM_NIXL_ABORT_REQUEST_TIMEOUT" in step.text for step in old.next_steps)
+    new = _verdict(tmp_path, _RELEASED.format(how="before lease expired").replace("decode worker", "remote worker")
+                   + _READ_LATE)
+    assert new.kind.value == "slow" and any("kv_lease_duration" in (step.command or "") for step in new.next_steps)
+
+
+def test_a_release_nobody_read_late_or_a_late_read_before_any_release_is_not_that_reading(tmp_path):
+    """Only a read after the release shows the decode side alive: a release alone may be a decode instance that
+    died, and a late read before any release in the log has no lease to blame."""
+    alone = _verdict(tmp_path, _RELEASED.format(how="within 120 seconds"))
+    assert alone.kind.value != "slow"
+    before = _verdict(tmp_path, _READ_LATE + _RELEASED.format(how="within 120 seconds").replace("08:09:07", "08:09:40"))
+    assert before.kind.value != "slow"
+
+
+def test_rocms_memory_access_fault_is_a_device_fault(tmp_path):
+    """ROCm's runtime prints "Memory access fault by GPU node-N … Reason: …" on a GPU page fault and aborts: AMD's
+    illegal memory access (minimax-m25-aiter-fmoe-memory-access-fault), never memory running out."""
+    fault = _verdict(tmp_path, "(Worker_TP3_EP3 pid=891) [aiter] import [module_moe_sorting] under /opt/aiter.so\n"
+                               "Memory access fault by GPU node-3 (Agent handle: 0x13e852f0) on address 0x77d445e00000. "
+                               "Reason: Unknown.\n")
+    assert fault.kind.value == "crashed" and "Memory access fault" in fault.headline

@@ -50,6 +50,9 @@ ANOMALIES = FATAL | frozenset(
         Signal.HTTP_ERROR,
         Signal.REQUEST_FAILED,
         Signal.STACK_DUMP,
+        Signal.KV_BUFFER_FULL,
+        Signal.KV_LEASE_EXPIRED,
+        Signal.KV_READ_LATE,
     }
 )
 """Signals that something went wrong: every fatal one, and the warnings that precede or accompany them."""

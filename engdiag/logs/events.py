@@ -96,6 +96,12 @@ class Signal(str, Enum):
     """A captured stack blocked launching a GPU kernel: the device is not finishing earlier work."""
     OPERATOR_STOP = "operator_stop"
     """Someone asked the server to stop (SIGTERM, a drain)."""
+    KV_BUFFER_FULL = "kv_buffer_full"
+    """A KV-cache transfer buffer with no free block (LMCache's NIXL buffer): the save retries without end."""
+    KV_LEASE_EXPIRED = "kv_lease_expired"
+    """The prefill side released KV blocks the decode side had not read before their lease expired."""
+    KV_READ_LATE = "kv_read_late"
+    """The decode side read KV blocks the prefill side no longer held: it came after their lease."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,10 +17,12 @@ import re
 
 from engdiag.logs.patterns.base import Rule, last_exception
 from engdiag.logs.patterns.captures import CAPTURES
-from engdiag.logs.patterns.fatals import ALLOCATING, FORWARD, STALLS_TIMEOUTS_FATALS
+from engdiag.logs.patterns.fatals import STALLS_TIMEOUTS_FATALS
 from engdiag.logs.patterns.guards import GUARDS, SHUTDOWN
+from engdiag.logs.patterns.kv_transfer import KV_TRANSFER
 from engdiag.logs.patterns.memory import MEMORY, size_bytes
 from engdiag.logs.patterns.progress import PROGRESS
+from engdiag.logs.patterns.sites import ALLOCATING, FORWARD
 from engdiag.logs.patterns.startup import STARTUP
 from engdiag.logs.patterns.waits import WAITS
 
@@ -44,6 +46,7 @@ RULES: tuple[Rule, ...] = (
     *MEMORY,
     *STALLS_TIMEOUTS_FATALS,
     *WAITS,
+    *KV_TRANSFER,
     *GUARDS,
     *CAPTURES,
     *SHUTDOWN,

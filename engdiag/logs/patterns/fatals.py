@@ -23,6 +23,7 @@ from engdiag.logs.patterns.base import (
     _i,
     last_exception,
 )
+from engdiag.logs.patterns.sites import traceback_site
 
 _WORK_FIELDS = {
     "seq": re.compile(r"SeqNum=(\d+)"),
@@ -67,90 +68,6 @@ def _timed_out_read(match: re.Match[str], text: str) -> Iterable[Payload]:
     ending = last_exception(text[match.end() :])
     if ending is not None and ending.split(":")[0].split(".")[-1] == "TimeoutError":
         yield Timeout(call="execute_model", guard="vllm-step")
-
-
-_ALLOCATING_FRAMES = (
-    # a frame ("in profile_run"), a call (".profile_run("), or V0's worker wrapper naming the method it ran
-    # ("Exception in worker VllmWorkerProcess while processing method determine_num_available_blocks.":
-    # qwen25vl-72b-gptq-10-images-video-profile-oom, its traceback and error past the paste)
-    (re.compile(r"(?:\bin |\.|\bmethod )(?:determine_num_available_blocks|determine_available_memory|profile_run)\b"),
-     "the memory-profiling run, which holds the largest batch it will ever see"),
-    (re.compile(r"(?:\bin |\.)wake_up\b"), "sleep mode's wake-up, which re-allocates the weights and KV cache"),
-    # allocating the KV-cache tensors right after the KV cache was sized (V1 and vllm-ascend model runners;
-    # ascend-qwen3next-kv-init-oom-gpu-util-0.85: NPU OOM at gpu_memory_utilization 0.85, the error line cut)
-    (re.compile(r"(?:\bin |\.)(?:initialize_kv_cache|initialize_from_config)\b"),
-     "the KV-cache allocation, which takes what the memory profile left"),
-    # the engine's KV-cache set-up, which profiles the peak, sizes the cache and allocates it, all three on
-    # the GPU's last free memory; V0's ``initialize_cache`` is the allocation alone
-    # (internvl3-78b-4xa100-40g-waiting-engine-then-kv-init-oom, trl-grpo-accelerate-vllm-kv-cache-init-oom:
-    # both OOMs past the paste)
-    (re.compile(r"\bin _initialize_kv_caches\b|\.initialize_cache\("),
-     "the KV-cache set-up, which profiles the peak and then sizes and allocates the cache on what is left"),
-    (re.compile(r"(?:\bin |\.)capture_model\b"),
-     "CUDA-graph capture, which allocates the graphs' memory pools after the KV cache took its share"),
-)
-ALLOCATING = "allocating: "
-"""Prefix of a traceback site where vLLM allocates most of the GPU at once."""
-
-
-_FRAME = re.compile(r'File "([^"]*)", line \d+, in ([\w<>]+)')
-_FORWARD_CODE = re.compile(r"model_executor/(?:models|layers)/|torch/nn/(?:modules/|functional\.py)|torch/_ops\.py|"
-                           r"<eval_with_key>")
-_NOT_THE_FORWARD = re.compile(r"/distributed/|layers/(?:sampler|rejection_sampler|logits_processor)\.py")
-_FORWARD_CALL = re.compile(r"forward|_call_impl")
-"""A frame of the forward itself (``forward``, ``_forward_core``, torch's ``_call_impl``): code under the model's
-folders also builds the model (llm-d-dp16-dev-shm-exhausted-nccl-crashloop: a fused-MoE layer's set-up ran out of
-/dev/shm, not of GPU memory)."""
-FORWARD = "the model's forward pass, whose activations grow with the batch"
-
-
-def _in_forward(text: str) -> bool:
-    """Does the traceback end inside a model's forward computation, below any collective or sampler?
-
-    An exception raised there comes from the computation itself: a tensor it could not allocate, a shape or
-    dtype check, a device fault surfacing at a launch (asynchronous faults mostly surface later, at a sync in
-    the sampler or output handling, which is excluded).  Every forward traceback of the corpus cut before
-    its error was an OOM (mllama-vision-encoder-oom-fixed-by-max-num-seqs-16, single-3090-gdn-multiturn-
-    accumulated-context-oom, deepseek-dp-ep-809-running-reqs-gpu-oom, ray-deserialize-error-hides-gpu-oom-
-    pp2-tp8, minicpmv-profile-run-dummy-images-oom-l20), and a long traceback is the one a paste cuts.  A
-    collective inside the forward (tensor-parallel all-reduce) fails on its peers: not this reading.
-    """
-    frames = _FRAME.findall(text)
-    if not frames or not _FORWARD_CODE.search(frames[-1][0]):
-        return False
-    below = frames[next(i for i, (path, _) in enumerate(frames) if _FORWARD_CODE.search(path)):]
-    return (any(_FORWARD_CALL.search(function) for _, function in below)
-            and not any(_NOT_THE_FORWARD.search(path) for path, _ in below))
-
-
-_ALLOCATION_CALL = re.compile(
-    r"\btorch\.(?:empty|zeros|ones|full|rand|randn|empty_strided)(?:_like)?\(|\.new_(?:empty|zeros|ones|full)\(|"
-    r"\b(?!\w*(?:dealloc|delete|free|release))\w*alloc\w*\(", re.IGNORECASE)
-ALLOCATION = "an allocation (the last statement its traceback shows)"
-
-
-def _ends_allocating(text: str) -> bool:
-    """Is the last statement of a traceback cut before its exception an allocation?
-
-    A tensor factory (``torch.empty(...)``) calls no Python below it, so a traceback whose last frame's
-    statement is one raised there, and a factory fails on memory: its arguments were fixed when the code was
-    written.  A function named for allocating (``allocate_sm120_moe_workspace(``) says the same of the frames
-    past the cut.  qwen3-moe-fused-experts-oom (``cache13 = torch.empty(`` in ``fused_experts_impl``) and
-    b12x-moe-static-workspace-oom (a MoE kernel's static workspace at start-up): both OOMs past the paste.
-    """
-    frames = list(_FRAME.finditer(text))
-    if not frames:
-        return False
-    statement = text[frames[-1].end() :].lstrip(" \t").partition("\n")[2].partition("\n")[0]
-    return _ALLOCATION_CALL.search(statement) is not None
-
-
-def _traceback_site(text: str) -> str | None:
-    """Where in vLLM a traceback passes that says what the process was doing when it raised."""
-    site = next((ALLOCATING + what for frames, what in _ALLOCATING_FRAMES if frames.search(text)), None)
-    if site is None and _ends_allocating(text):
-        site = ALLOCATING + ALLOCATION
-    return site or (ALLOCATING + FORWARD if _in_forward(text) else None)
 
 
 STALLS_TIMEOUTS_FATALS: tuple[Rule, ...] = (
@@ -230,7 +147,7 @@ STALLS_TIMEOUTS_FATALS: tuple[Rule, ...] = (
     Rule(Signal.WORKER_EXCEPTION, "Exception in worker",
          _c(r"Exception in worker (?P<w>\S+) while processing method (?P<m>\w+)(?:: (?P<e>.+?)(?:, Traceback \(|$))?"),
          lambda m, t: [Failure(exception=last_exception(t) or (m["e"] or "").strip()[:300] or None,
-                               name=_traceback_site(t) or m["w"])]),
+                               name=traceback_site(t) or m["w"])]),
     Rule(
         Signal.WORKER_DIED,
         "died unexpectedly",
@@ -256,7 +173,7 @@ STALLS_TIMEOUTS_FATALS: tuple[Rule, ...] = (
     ),
     Rule(
         Signal.WORKER_DIED,
-        "Killed process",
+        "Out of memory: Killed process",
         _c(r"Out of memory: Killed process (?P<pid>\d+) \((?P<n>[^)]+)\)"),
         lambda m, t: [Failure(name=f"{m['n']} pid {m['pid']} (host OOM killer)", exit_code=-9)],
     ),
@@ -310,11 +227,11 @@ STALLS_TIMEOUTS_FATALS: tuple[Rule, ...] = (
     # a traceback whose exception line a paste cut off is still a process that raised
     # (omni-3gpu-replica2-serial-stage-init-exceeds-startup-timeout)
     Rule(Signal.EXCEPTION, "Traceback (most recent call last)", _c(r"Traceback \(most recent call last\)"),
-         lambda m, t: [Failure(exception=last_exception(t), name=_traceback_site(t))]),
+         lambda m, t: [Failure(exception=last_exception(t), name=traceback_site(t))]),
     # a traceback pasted without its header or its last line: its frames alone
     # (sm120-cuda128-toolkit-flashinfer-jit-fp8kv-prefill-build-kills-engine-init)
     Rule(Signal.EXCEPTION, '", line ', _c(r'File "[^"\n]+", line \d+, in \S+'),
-         lambda m, t: [Failure(exception=last_exception(t), name=_traceback_site(t))]),
+         lambda m, t: [Failure(exception=last_exception(t), name=traceback_site(t))]),
     # Python's threading excepthook: a thread of the process died (open-instruct-grpo-enginecore-output-thread-
     # encode-crash-insecure-serialization: the engine core's output thread, so no output ever left it again)
     Rule(Signal.PROCESS_EXCEPTION, "Exception in thread ", _c(r"Exception in thread (?P<name>[^\n:]{1,80}):"),
@@ -368,6 +285,11 @@ STALLS_TIMEOUTS_FATALS: tuple[Rule, ...] = (
          _c(r"NPU function error: (?:call )?(?![\w:]*(?:Hccl|Synchroniz))(?P<call>[\w:]+)[^\n]{0,40}?error code is "
             r"(?P<code>\d+)"),
          lambda m, t: [Failure(name=f"NPU {m['call']} error {m['code']}")]),
+    # ROCm's runtime (ROCr) on a GPU page fault, before it aborts the process: "Memory access fault by GPU node-3
+    # (Agent handle: 0x…) on address 0x…. Reason: Unknown." — AMD's illegal memory access
+    # (minimax-m25-aiter-fmoe-memory-access-fault: right after an AITER fused-MoE kernel loaded)
+    Rule(Signal.CUDA_ERROR, "Memory access fault by GPU",
+         _c(r"Memory access fault by GPU node"), _const(Failure(name="ROCm memory access fault"))),
     Rule(Signal.CUDA_ERROR, "device-side assert", _c(r"device-side assert triggered")),
     Rule(Signal.CUDA_ERROR, "unspecified launch failure", _c(r"unspecified launch failure")),
     Rule(Signal.CUDA_ERROR, "CUDA error: ", _c(r"CUDA error: (?!out of memory|CUBLAS_STATUS_ALLOC_FAILED)[^\n]{0,200}")),

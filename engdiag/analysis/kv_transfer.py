@@ -1,0 +1,69 @@
+"""Disaggregated serving: the KV cache a prefill instance hands its decode side (docs/verdicts.md, "KV transfer").
+
+Domain facts encoded here:
+
+* LMCache stages each KV chunk of a save in a fixed buffer and, when no block is free, sleeps and retries
+  without end: the request waits on a buffer that only drains as the other side reads it
+  (lmcache-nixl-buffer-alloc-retry-forever; LMCache issues 1030, 1339 and 1990 describe the same loop).
+* The prefill side holds a request's KV blocks for its decode side only so long (vLLM's NixlConnector: a 30 s
+  lease, before that VLLM_NIXL_ABORT_REQUEST_TIMEOUT), then frees them.  A decode worker that reads them after
+  that was alive, only later than the lease: the guard was shorter than the decode side's queueing
+  (nixl-kv-lease-expired-decode-read-after-free: a 550B model's decode read 21 s after the 30 s lease).
+"""
+
+from __future__ import annotations
+
+from engdiag.analysis.draft import Draft
+from engdiag.analysis.facts import Facts
+from engdiag.analysis.verdict import Kind, MemoryKind, Role, Verdict
+from engdiag.logs.events import Signal, Timeout
+
+_RETRIES_THAT_SETTLE_IT = 3
+"""Retries of one save that show the loop, not one unlucky allocation."""
+
+
+def buffer_full(facts: Facts) -> Verdict | None:
+    """LMCache's transfer buffer had no free block and the save kept retrying."""
+    full = facts.t.of(Signal.KV_BUFFER_FULL)
+    if not full:
+        return None
+    retries = facts.t.counts.get(Signal.KV_BUFFER_FULL, len(full))
+    draft = Draft(facts, Kind.FRAGMENTED, 0.7 if retries >= _RETRIES_THAT_SETTLE_IT else 0.5,
+                  f"KV transfer buffer full: LMCache found no free block for a KV chunk and retried "
+                  f"{retries} time{'s' if retries != 1 else ''}, without end — the request waits on the buffer")
+    draft.sub_kind = MemoryKind.KV_PRESSURE
+    draft.generic_steps = False  # the engine's own KV-cache knobs do not size LMCache's buffer
+    draft.cite(full[0], Role.ROOT_CAUSE, "the buffer's allocator: no free block")
+    if len(full) > 1:
+        draft.cite(full[-1], Role.SUPPORTING, "still retrying")
+    draft.step("give LMCache's NIXL transfer buffer more room (bytes; nixl_buffer_size in its config file)",
+               "export LMCACHE_NIXL_BUFFER_SIZE=$((8 << 30))")
+    draft.step("blocks are freed as the other side reads them: check that the decode instance is up and pulling "
+               "(its log at the same time)")
+    return draft.cite_consequences(full[0]).done()
+
+
+def read_after_lease(facts: Facts) -> Verdict | None:
+    """The decode side read KV blocks after the prefill side's lease on them had expired: late, not dead."""
+    expired = facts.t.of(Signal.KV_LEASE_EXPIRED)
+    late = [e for e in facts.t.of(Signal.KV_READ_LATE) if expired and facts.at(e) >= facts.at(expired[0])]
+    if not late:
+        return None
+    data = expired[0].data
+    limit = data.limit_s if isinstance(data, Timeout) else None
+    lease = f"{limit:g} s hold" if limit is not None else "lease"
+    draft = Draft(facts, Kind.SLOW, 0.7,
+                  f"slow (for its guard): the decode side read KV blocks after the prefill side's {lease} on them "
+                  "had expired — alive, but later than the lease")
+    draft.generic_steps = False  # the step guard's knobs and a stack capture say nothing of the lease
+    draft.cite(expired[0], Role.ROOT_CAUSE, "the prefill side freed blocks nobody had read yet")
+    draft.cite(late[0], Role.SUPPORTING, "the decode side read them after all: it was working, only late")
+    if limit is not None:  # 0.10's wording names the seconds: VLLM_NIXL_ABORT_REQUEST_TIMEOUT
+        draft.step(f"hold the KV blocks longer than the decode side's queueing: set VLLM_NIXL_ABORT_REQUEST_TIMEOUT "
+                   f"on the prefill instance above its {limit:g} s, to the decode side's worst queueing time")
+    else:
+        draft.step("hold the KV blocks longer than the decode side's queueing (on the prefill instance)",
+                   "--kv-transfer-config '{\"kv_connector\": \"NixlConnector\", \"kv_role\": \"kv_both\", "
+                   "\"kv_connector_extra_config\": {\"kv_lease_duration\": 300}}'")
+    draft.step("blocks read after they were freed may hold another request's KV: compare those requests' outputs")
+    return draft.cite_consequences(expired[0]).done()

@@ -1,0 +1,36 @@
+"""KV-cache transfer between prefill and decode instances (disaggregated serving): the buffer the KV is staged
+in, and how long the prefill side holds the KV for the decode side to read.
+
+Each wording was read in the source of the release that prints it; the comment names the file and line.
+"""
+
+from __future__ import annotations
+
+from engdiag.logs.events import Signal, Timeout
+from engdiag.logs.patterns.base import Rule, _c, _i
+
+NIXL_LEASE = "nixl-lease"
+"""The guard of the KV blocks a prefill instance holds for its decode side (NixlConnector)."""
+
+KV_TRANSFER: tuple[Rule, ...] = (
+    # LMCache 0.3.x's NIXL connector (storage_backend/connector/nixl_connector_v3.py:567) allocates each KV chunk
+    # of a save from its transfer buffer in a loop that sleeps 10 ms and retries without end, warning "Failed to
+    # allocate memory object, retrying..." each time; the paged allocator's DEBUG line says why
+    # (memory_management.py:992, "Failed to allocate memory for tensor(…) because no free blocks is available")
+    # (lmcache-nixl-buffer-alloc-retry-forever: the request never finished).
+    Rule(Signal.KV_BUFFER_FULL, "Failed to allocate memory object, retrying",
+         _c(r"Failed to allocate memory object, retrying")),
+    Rule(Signal.KV_BUFFER_FULL, "because no free blocks is available",
+         _c(r"Failed to allocate memory for tensor\([^\n]*because no free blocks is available")),
+    # vLLM's NixlConnector on the prefill side: "Releasing expired KV blocks for request %s which were retrieved
+    # by %d decode worker(s) within %d seconds." (nixl_connector.py, 0.10: VLLM_NIXL_ABORT_REQUEST_TIMEOUT) or
+    # "… by %d remote worker(s) before lease expired." (nixl/base_worker.py, 0.3x: kv_lease_duration, 30 s);
+    # then "Potentially invalid KV blocks for unrecognized request %s were retrieved by a decode worker. They may
+    # have expired." when the decode side reads them after all (nixl-kv-lease-expired-decode-read-after-free).
+    Rule(Signal.KV_LEASE_EXPIRED, "Releasing expired KV blocks",
+         _c(r"Releasing expired KV blocks for request\s+\S+?\s+which were\s+retrieved by \d+ (?:decode|remote) "
+            r"worker\(s\)\s+(?:within (?P<s>\d+) seconds|before lease expired)"),
+         lambda m, t: [Timeout(call="the KV blocks held for the decode side", limit_s=_i(m["s"]), guard=NIXL_LEASE)]),
+    Rule(Signal.KV_READ_LATE, "Potentially invalid KV blocks",
+         _c(r"Potentially invalid KV blocks for\s+unrecognized request")),
+)
