@@ -6,6 +6,7 @@ Everything goes through the real command line (``python -m engdiag`` in a subpro
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -38,10 +39,16 @@ def shell_env(tmp_path_factory) -> dict[str, str]:
     return {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "NO_COLOR": "1", "COLUMNS": "120"}
 
 
-def _analyze(case: str) -> dict:
+@functools.cache
+def _analyze_output(case: str) -> str:
+    """``analyze --json`` of a case, run once per case: both per-case tests read the same document."""
     result = run_engdiag("analyze", case, "--json")
     assert result.returncode in (ExitCode.OK, ExitCode.FINDING), result.stderr.decode()
-    return json.loads(result.stdout)
+    return result.stdout.decode()
+
+
+def _analyze(case: str) -> dict:
+    return json.loads(_analyze_output(case))
 
 
 _SHELL_WORDS = {"export", "cd", "echo", "sudo"}
