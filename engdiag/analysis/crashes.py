@@ -22,6 +22,7 @@ from engdiag.analysis.draft import Draft
 from engdiag.analysis.facts import Facts
 from engdiag.analysis.verdict import Kind, Role, Verdict
 from engdiag.logs.events import Event, Signal
+from engdiag.logs.patterns.fatals import SHELL_KILLED
 
 KILLED = {-9: "SIGKILL", 137: "SIGKILL", -11: "SIGSEGV", 139: "SIGSEGV", -6: "SIGABRT", 134: "SIGABRT"}
 _COMM_ABORTS = ("gloo", "c10d", "DistBackendError", "DistStoreError", "DistNetworkError", "nccl")
@@ -45,7 +46,8 @@ def crash(facts: Facts, root: Event) -> Verdict:
     """A CUDA error, a fatal signal or a killed worker as the first fault."""
     if root.signal is Signal.WORKER_DIED:
         signal_name = KILLED.get(getattr(root.data, "exit_code", 0) or 0, "a signal")
-        headline = f"crashed: a worker process was killed by {signal_name}"
+        who = SHELL_KILLED if getattr(root.data, "name", None) == SHELL_KILLED else "a worker process"
+        headline = f"crashed: {who} was killed by {signal_name}"
         if signal_name == "SIGKILL":
             headline += " (the host's OOM killer or an operator)"
             draft = Draft(facts, Kind.CRASHED, 0.8, headline)

@@ -70,6 +70,10 @@ def _timed_out_read(match: re.Match[str], text: str) -> Iterable[Payload]:
         yield Timeout(call="execute_model", guard="vllm-step")
 
 
+SHELL_KILLED = "the process the shell ran"
+"""Who died when the shell reports its job ``Killed``: whatever it ran, not only a worker."""
+
+
 STALLS_TIMEOUTS_FATALS: tuple[Rule, ...] = (
     # stalls, timeouts and fatals -----------------------------------------------------
     Rule(
@@ -184,7 +188,7 @@ STALLS_TIMEOUTS_FATALS: tuple[Rule, ...] = (
         Signal.WORKER_DIED,
         "Killed",
         _c(r"(?m)^[ \t]*(?:(?:\S+: )?line \d+: +\d+ +Killed\b[^\n]*|Killed)[ \t]*$"),
-        _const(Failure(name="the process (the shell printed Killed: SIGKILL)", exit_code=-9)),
+        _const(Failure(name=SHELL_KILLED, exit_code=-9)),
     ),
     Rule(
         Signal.WORKER_DIED,
