@@ -1055,6 +1055,7 @@ def test_xlas_own_out_of_memory_figures_are_device_memory_exhaustion(tmp_path):
     runtime = _verdict(tmp_path, _XLA.format(
         what="Error allocating device buffer: Attempting to allocate 1.20G. That was not possible. There are 1.00G free."))
     assert runtime.kind.value == "fragmented" and "1.20 GiB" in runtime.headline
+    assert "CUDA" not in runtime.headline and "device memory" in runtime.headline  # a TPU names no CUDA
     grpc = _verdict(tmp_path, _XLA.format(what="Received message larger than max (8388608 vs. 4194304)"))
     assert grpc.kind.value != "fragmented"
 

@@ -93,7 +93,9 @@ def oom(facts: Facts, root: Event) -> Verdict:
             note = "XLA's own figures: the program needs more than the memory space holds"
         elif tried is not None:
             # older messages, other accelerators and cut pastes print no reserved figure: no claim either way
-            draft.headline = (f"GPU memory exhausted{_pad(when)}: CUDA OOM asking for {format_bytes(tried)} with "
+            device = "GPU" if "CUDA" in root.text or "GPU" in root.text else "device"  # XLA's runtime names neither
+            oom = "CUDA OOM" if "CUDA" in root.text else "OOM"
+            draft.headline = (f"{device} memory exhausted{_pad(when)}: {oom} asking for {format_bytes(tried)} with "
                               f"{format_bytes(numbers.free)} free")
             note = "the message prints no reserved-but-unallocated figure, so fragmentation is not ruled out"
         else:
