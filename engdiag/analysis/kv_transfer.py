@@ -1,4 +1,5 @@
-"""Disaggregated serving: the KV cache a prefill instance hands its decode side (docs/verdicts.md, "KV transfer").
+"""Disaggregated serving: the KV cache a prefill instance hands its decode side (docs/verdicts.md, "KV handed
+between prefill and decode").
 
 Domain facts encoded here:
 
