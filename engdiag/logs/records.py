@@ -38,10 +38,10 @@ _WRAP_STARTS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_,.;:)]}%")
 _GLOG_TAIL_STARTS = frozenset("0123456789,.;:)]}%")
 """How the hard-wrapped tail of a glog line starts: mid-number or mid-list."""
 _DATED = re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d")
-_SHELL_REPORT = re.compile(r"(?:(?:[\w./-]+: )?line \d+: +\d+ +)?Killed\b|(?:[\w./-]+: )?line \d+: +\d+ ")
-"""The shell's report of its job ("Killed", "bash: line 1:  1234 Killed   python …"): its own line, never a tail."""
 """A line opening with a full date and time is a record of its own (a harness's or client's logger between
 vLLM's lines: tt-tensor-cache-generation-exceeds-1200s-health-wait), never a wrapped tail."""
+_SHELL_REPORT = re.compile(r"Killed\b|(?:[\w./-]+: )?line \d+: +\d+ ")
+"""The shell's report of its job ("Killed", "bash: line 1:  1234 Killed   python …"): its own line, never a tail."""
 _WRAP_ENDS = frozenset(",:;=([{-")
 """How a line cut mid-sentence ends: a separator that promises more."""
 
