@@ -9,7 +9,7 @@ still build exactly the records the line-by-line path builds.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 
 from engdiag.logs.lines import Piece, Shape
@@ -90,6 +90,17 @@ def joins(prev: Piece, cur: Piece) -> Join | None:
     if tracebackish(cur.msg):
         return Join.TRACEBACK
     return Join.WRAP if _hard_wrapped(prev, cur) else None
+
+
+def rejoined(cut: Piece, tail: Piece) -> Piece:
+    """The line a paste cut at ``cut``'s width, whole again: what the next piece is joined to.
+
+    With the tail as the piece before, a traceback's next line (the same header) could not join the record:
+    every traceback line of a paste wrapped at 120 columns broke it in two (b12x-moe-static-workspace-oom
+    read unknown so).  Only pastes cut at one width have ``cut`` pieces; they are read line by line, so this
+    one non-local step never meets the bulk scanner's walk with ``joins``.
+    """
+    return replace(cut, msg=cut.msg + tail.msg, width=cut.width + tail.width, cut=tail.cut)
 
 
 def _word_wrapped(prev: Piece, cur: Piece) -> bool:
@@ -173,6 +184,8 @@ class Assembler:
             kind = joins(prev, piece)
             if kind is not None:
                 record.add(piece, kind)
+                if kind is Join.WRAP and prev.cut:
+                    self._prev = rejoined(prev, piece)
                 return None
         self._record = Record(self._source, [piece], [None])
         return record
