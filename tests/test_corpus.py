@@ -103,9 +103,6 @@ UNDECIDABLE_FROM_THE_LOG = {
     # frames ending in EADDRINUSE (skyrl-vllm-engine-restart-eaddrinuse-rendezvous, a port still held after a
     # restart): the frame alone cannot tell a missing member from a taken port.
     "dgx-spark-2node-rank1-never-joins-hardwrapped": ("deadlocked", "traceback's last line"),
-    # Blind round 15.  Medium: a torchrun banner, vLLM's "using nccl==2.28.9", and the reporter's "<nothing,
-    # forever>"; the custom all-reduce P2P handshake they place the hang in prints no line.
-    "l40s-custom-allreduce-p2p-init-hang": ("deadlocked", "lines after this point"),
     # Blind round 16.  Low: vllm-ascend's shm acquire_read TimeoutError with the exception it caused cut off
     # (the HcclAllGather allocation failure the title names is in no line).
     "hccl-allgather-npu-alloc-fail-as-shm-timeout": ("fragmented", "traceback's last line"),
@@ -121,12 +118,10 @@ UNDECIDABLE_FROM_THE_LOG = {
     # Blind round 19.  Medium: an engine-core traceback cut before its error at the busy loop (an NPU OOM on a
     # 16k prompt; the frames below the loop are past the paste).  Medium and low: the step
     # timeout (sample_tokens, execute_model) with nothing else, the scheduler dump that would show a decode
-    # step past the paste.  Low: NCCL's version line and nothing after it (the P2P hang NCCL_P2P_DISABLE=1
-    # got past prints no line).
+    # step past the paste.
     "ascend-deepseek-16k-prompt-npu-oom-enginecore-fatal": ("fragmented", "traceback's last line"),
     "glm51-mtp-lmcache-workers-hang-sample-tokens-rpc-timeout": ("deadlocked", "scheduler dump"),
     "dsv4-pro-mtp-tp-worker-hang-shm-dequeue-timeout": ("deadlocked", "scheduler dump"),
-    "qwen25vl-32b-tp2-nccl-p2p-init-hang-shm-timeout": ("deadlocked", "lines after this point"),
     # Blind round 20.  Medium: an RL trainer's traceback through ray.get, cut before the DistStoreError (1 of 3
     # members joined the weight-sync group) the thread quotes.  Medium: four lines of a colocated engine's
     # weight-loading bar at 2/4; the hang once training began is the reporter's word, in no line.
@@ -146,9 +141,6 @@ UNDECIDABLE_FROM_THE_LOG = {
     # an error caught at 20:00:50) and httpx's transport frames, cut before the ReadTimeout; that the 30 s client
     # timeout cut off a weight load still running is the fix PR's finding, and no line of the server is pasted.
     "prime-rl-update-weights-readtimeout": ("slow", "traceback's last line"),
-    # Blind round 25, low: rank 0's and rank 1's NCCL INFO set-up lines (bootstrap, network plugin), then the paste
-    # ends; the hang with both GPUs at 100 % that NCCL_P2P_DISABLE=1 got past is the reporter's word, in no line.
-    "tp2-a6000-nccl-p2p-startup-hang": ("deadlocked", "lines after this point"),
     # Blind round 26, medium: the API server's "Waiting for 1 local, 0 remote core engine proc(s) to start" every
     # 10 s for a minute; the prefill workers' NIXL set-up that stopped there (TP 2 against a TP 1 decoder) is in no
     # line of the excerpt.

@@ -89,6 +89,19 @@ def test_two_ranks_that_stop_as_pynccl_starts_its_communicator_wait_in_nccl_init
     assert verdict.kind.value == "deadlocked" and "NCCL init" in verdict.headline
 
 
+def test_one_rank_that_stops_as_pynccl_starts_its_communicator_waits_on_the_others_and_a_nccl_notice_does_not(tmp_path):
+    # l40s-custom-allreduce-p2p-init-hang: only rank 0 prints pynccl's line (info_once), and pynccl prints it
+    # only for a group of more than one rank: the unique-id broadcast, ncclCommInitRank and the warm-up
+    # all_reduce that follow need every rank
+    alone = _verdict(tmp_path, "Detected torchrun environment: world_size=2, rank=0/1\n"
+                               "INFO 12-01 10:00:01 [pynccl.py:113] vLLM is using nccl==2.28.9\n")
+    assert alone.kind.value == "deadlocked" and "NCCL init" in alone.headline
+    assert any(step.command == "export NCCL_P2P_DISABLE=1" for step in alone.next_steps)
+    # a rank that printed only NCCL's own first INFO line, with no time passing, is set-up under way
+    notice = _verdict(tmp_path, "host:410550:410550 [0] NCCL INFO NET/Plugin: Using internal network plugin.\n")
+    assert notice.kind.value != "deadlocked"
+
+
 def test_start_up_work_after_the_communicator_means_nccl_init_finished(tmp_path):
     verdict = _verdict(tmp_path, _PYNCCL + "INFO 11-10 17:05:40 model_runner.py:1077] Loading model weights took 9.1 GB\n")
     assert verdict.kind.value != "deadlocked"

@@ -163,6 +163,18 @@ _RANKS_MEET = {
 """Start-up phases where ranks synchronise: a multi-rank start-up that stops in one is waiting on a peer."""
 
 
+def _pynccl_started(activity: Activity) -> bool:
+    """Did the last start-up step begin a pynccl communicator?
+
+    pynccl.py prints ``vLLM is using nccl==`` only for a group of more than one rank (``world_size == 1``
+    returns before it), then broadcasts NCCL's unique id over gloo, runs ``ncclCommInitRank`` and a warm-up
+    all_reduce: every step needs every rank, so a log that stops there shows ranks waiting on each other,
+    even when only rank 0's line is in it (l40s-custom-allreduce-p2p-init-hang, tp2-a6000-nccl-p2p-startup-
+    hang: both fixed by NCCL_P2P_DISABLE=1; read in 0.6.4, 0.10.1 and 0.34.0's pynccl.py).
+    """
+    return activity.name == "process-group / NCCL init" and activity.detail.endswith("pynccl communicator set-up")
+
+
 NCCL_SETUP_S = 60.0
 """NCCL communicator set-up takes seconds when every peer is reachable; a minute of silence after it is a hang."""
 
@@ -294,7 +306,8 @@ def startup_stopped(facts: Facts) -> Verdict | None:
     nccl_only = last.name == "process-group / NCCL init" and NCCL_SETUP in last.detail
     # NCCL's INFO lines alone, with no sign of time passing after them, are set-up under way
     brief = nccl_only and (_silence_after(facts, last) or 0) < NCCL_SETUP_S
-    if last.name in _RANKS_MEET and (facts.multi_rank or nccl_only) and not (last.advancing or last.finished or brief):
+    if last.name in _RANKS_MEET and (facts.multi_rank or nccl_only or _pynccl_started(last)) \
+            and not (last.advancing or last.finished or brief):
         draft = Draft(facts, Kind.DEADLOCKED, 0.45,
                       f"deadlocked at start-up: the log stops inside {last.name} ({last.detail}); "
                       f"ranks wait there for each other: {_RANKS_MEET[last.name]}")
