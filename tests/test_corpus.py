@@ -151,9 +151,6 @@ NO_SIGNAL_IN_THE_LOG = {
     # Blind round 19, other (a scheduler bug the fix closed): a VLM server's lines that carry no signal; the
     # multimodal item larger than the batch budget, which the scheduler looped on, is in no line.
     "vlm-mm-item-over-batched-tokens-empty-schedule-loop": "other",
-    # Blind round 16, low: five ranks' Gloo loopback warnings (benign on one node) and nothing after them; the
-    # P2P path the reporter's NCCL_P2P_DISABLE=1 got past prints no line.
-    "l40s-tp8-stuck-at-init-p2p-disable-loads": "deadlocked",
     # Blind round 10, other: FlashInfer's backend lines and its "will be stuck on llama-2-7b" warning (a red
     # herring); the host-memory shortage the thread found is in no line.
     "t4-gemma2-hang-after-load-host-ram-too-small": "other",

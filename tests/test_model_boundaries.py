@@ -102,6 +102,22 @@ def test_one_rank_that_stops_as_pynccl_starts_its_communicator_waits_on_the_othe
     assert notice.kind.value != "deadlocked"
 
 
+_GLOO_LOOPBACK = "".join(
+    f"[rank{rank}]:[W806 14:25:2{rank}.650991133 ProcessGroupGloo.cpp:524] Warning: Unable to resolve hostname to a "
+    "(local) address. Using the loopback address as fallback. Manually set the network interface to bind to with "
+    "GLOO_SOCKET_IFNAME. (function operator())\n" for rank in range(4))
+
+
+def test_ranks_that_stop_as_gloo_builds_a_cpu_group_wait_on_each_other_and_later_work_means_it_formed(tmp_path):
+    # l40s-tp8-stuck-at-init-p2p-disable-loads: each rank's warning comes as its CPU group is created, right
+    # before the group connects its full mesh; the warning itself is harmless on one node
+    stopped = _verdict(tmp_path, _GLOO_LOOPBACK)
+    assert stopped.kind.value == "deadlocked" and "gloo CPU group" in stopped.headline
+    loaded = _verdict(tmp_path, _GLOO_LOOPBACK + "INFO 08-06 14:26:40 [gpu_model_runner.py:1770] Model loading took "
+                                                   "9.1 GiB and 60.1 seconds\n")
+    assert loaded.kind.value != "deadlocked"
+
+
 def test_start_up_work_after_the_communicator_means_nccl_init_finished(tmp_path):
     verdict = _verdict(tmp_path, _PYNCCL + "INFO 11-10 17:05:40 model_runner.py:1077] Loading model weights took 9.1 GB\n")
     assert verdict.kind.value != "deadlocked"

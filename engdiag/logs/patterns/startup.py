@@ -151,6 +151,16 @@ STARTUP: tuple[Rule, ...] = (
         _c(r"Waiting for \d+ core engine proc\(s\) to start"),
         _phase("waiting_for_engine_cores"),
     ),
+    # torch's ProcessGroupGloo, creating a CPU group's device on a host whose name resolves to no local
+    # address (ProcessGroupGloo.cpp, createDefaultDevice): printed just before the new group connects its
+    # full mesh, where every rank must meet (l40s-tp8-stuck-at-init-p2p-disable-loads: eight ranks' lines,
+    # then nothing).  Harmless on one node; the group's set-up follows it.
+    Rule(
+        Signal.STARTUP_PHASE,
+        "Using the loopback address as fallback",
+        _c(r"Unable to resolve hostname to a \(local\) address\. Using the loopback address as fallback"),
+        _phase("process_group_init gloo CPU group"),
+    ),
     Rule(
         Signal.STARTUP_PHASE,
         "distributed_init_method=",
