@@ -1196,3 +1196,18 @@ def test_rocms_memory_access_fault_is_a_device_fault(tmp_path):
                                "Memory access fault by GPU node-3 (Agent handle: 0x13e852f0) on address 0x77d445e00000. "
                                "Reason: Unknown.\n")
     assert fault.kind.value == "crashed" and "Memory access fault" in fault.headline
+
+
+_POOL_SHORT = "[kvcached][WARNING] kv_cache_manager.py:174 available_size()=71 < need_size=76\n"
+
+
+def test_a_shared_kv_pool_short_of_blocks_is_kv_pressure_and_surer_when_the_engine_died_on_it(tmp_path):
+    # kvcached-shared-pool-exhausted-assert: kvcached's allocator returns nothing and vLLM's block pool asserts
+    died = _verdict(tmp_path, _POOL_SHORT + "ERROR 11-02 10:00:01 [core.py:938] EngineCore encountered a fatal error.\n"
+                              "AssertionError\n")
+    alone = _verdict(tmp_path, _POOL_SHORT)
+    assert (died.kind.value, died.sub_kind.value) == ("fragmented", "kv-pressure") and "71 free where 76" in died.headline
+    assert alone.kind.value == "fragmented" and alone.confidence < died.confidence
+    # the same assert with no pool line is not read as memory
+    assert _verdict(tmp_path, "ERROR 11-02 10:00:01 [core.py:938] EngineCore encountered a fatal error.\n"
+                              "AssertionError\n").kind.value != "fragmented"

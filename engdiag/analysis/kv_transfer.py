@@ -1,5 +1,5 @@
-"""Disaggregated serving: the KV cache a prefill instance hands its decode side (docs/verdicts.md, "KV handed
-between prefill and decode").
+"""KV cache held outside one engine's own pool: what a prefill instance hands its decode side (docs/verdicts.md,
+"KV handed between prefill and decode"), and a pool several engines share.
 
 Domain facts encoded here:
 
@@ -10,6 +10,10 @@ Domain facts encoded here:
   lease, before that VLLM_NIXL_ABORT_REQUEST_TIMEOUT), then frees them.  A decode worker that reads them after
   that was alive, only later than the lease: the guard was shorter than the decode side's queueing
   (nixl-kv-lease-expired-decode-read-after-free: a 550B model's decode read 21 s after the 30 s lease).
+* kvcached maps one elastic KV pool for all the engines on a GPU: an engine whose step needs more blocks than
+  the pool has left gets none, and vLLM's block pool asserts on that (kvcached-shared-pool-exhausted-assert:
+  six engines on one MI300X under load; kvcached issue 262).  The engines together outgrew the pool: memory
+  pressure, whatever the assert says.
 """
 
 from __future__ import annotations
@@ -18,6 +22,10 @@ from engdiag.analysis.draft import Draft
 from engdiag.analysis.facts import Facts
 from engdiag.analysis.verdict import Kind, MemoryKind, Role, Verdict
 from engdiag.logs.events import Signal, Timeout
+from engdiag.logs.patterns.kv_transfer import POOL_SHORT
+
+_DEATH = (Signal.ENGINE_FATAL, Signal.ENGINE_DEAD, Signal.EXCEPTION)
+"""What shows the engine did not survive the failed allocation."""
 
 _RETRIES_THAT_SETTLE_IT = 3
 """Retries of one save that show the loop, not one unlucky allocation."""
@@ -42,6 +50,26 @@ def buffer_full(facts: Facts) -> Verdict | None:
     draft.step("blocks are freed as the other side reads them: check that the decode instance is up and pulling "
                "(its log at the same time)")
     return draft.cite_consequences(full[0]).done()
+
+
+def pool_exhausted(facts: Facts) -> Verdict | None:
+    """A KV pool shared by several engines (kvcached) had fewer free blocks than a step needed."""
+    short = facts.t.of(Signal.KV_POOL_EXHAUSTED)
+    if not short:
+        return None
+    found = POOL_SHORT.search(short[0].text)
+    figures = f" ({found['free']} free where {found['need']} were needed)" if found else ""
+    died = any(e.signal in _DEATH for e in facts.after(short[0]))
+    draft = Draft(facts, Kind.FRAGMENTED, 0.7 if died else 0.5,
+                  f"KV cache exhausted: the KV pool the engines share (kvcached) ran out of blocks for a step"
+                  f"{figures}" + (", and the engine died on the failed allocation" if died else ""))
+    draft.sub_kind = MemoryKind.KV_PRESSURE
+    draft.generic_steps = False  # the pool is sized by kvcached across engines, not by one engine's flags
+    draft.cite(short[0], Role.ROOT_CAUSE, "the shared pool: fewer free blocks than asked for")
+    draft.step("give the shared pool more of the GPU, or put fewer engines (or shorter contexts) on it")
+    draft.step("use a kvcached whose allocator hands an exhausted pool back to the scheduler (kvcached issue 262) "
+               "instead of vLLM asserting on it")
+    return draft.cite_consequences(short[0]).done()
 
 
 def read_after_lease(facts: Facts) -> Verdict | None:

@@ -89,6 +89,17 @@ STALLS_TIMEOUTS_FATALS: tuple[Rule, ...] = (
         lambda m, t: [ShmStall(int(m["s"]))],
     ),
     Rule(Signal.ITERATION_TIMEOUT, "Engine iteration timed out", _c(r"Engine iteration timed out")),
+    # V0's run_engine_loop waits for a step inside `async with asyncio_timeout(ENGINE_ITERATION_TIMEOUT_S)`
+    # only (0.5.x-0.10 async_llm_engine.py); when it fires, the wait is cancelled and the timeout raises
+    # while handling that CancelledError, so the traceback chains on (py3.10: "During handling…", 3.11+:
+    # "…direct cause…").  A shutdown cancels the loop with nothing chained after it
+    # (pascal-p40-gptq-long-prompt-engine-loop-timeout: the "timed out" line is past the paste).
+    Rule(
+        Signal.ITERATION_TIMEOUT,
+        "in run_engine_loop",
+        _c(r"in run_engine_loop\n[^\n]*await asyncio\.wait\((?:\n[^\n]*){0,12}?\n[^\n]*CancelledError\n\s*"
+           r"(?:During handling of the above exception|The above exception was the direct cause)"),
+    ),
     # V0 MQLLMEngine (0.6.x): raised, not logged, and shown inside the client's error/traceback text —
     # TimeoutError("No heartbeat received from MQLLMEngine") engine/multiprocessing/client.py:142 and
     # RuntimeError("Engine loop has died") engine/multiprocessing/engine.py:325 in 0.6.3.post1; gone by 0.8.5.

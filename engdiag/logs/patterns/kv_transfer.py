@@ -1,5 +1,6 @@
-"""KV-cache transfer between prefill and decode instances (disaggregated serving): the buffer the KV is staged
-in, and how long the prefill side holds the KV for the decode side to read.
+"""KV cache held outside one engine's own pool: the buffer KV is staged in between prefill and decode instances
+(disaggregated serving), how long the prefill side holds it for the decode side, and a pool several engines
+share (kvcached).
 
 Each wording was read in the source of the release that prints it; the comment names the file and line.
 """
@@ -12,6 +13,9 @@ from engdiag.logs.patterns.base import Rule, _c, _i
 NIXL_LEASE = "nixl-lease"
 """The guard of the KV blocks a prefill instance holds for its decode side (NixlConnector)."""
 
+POOL_SHORT = _c(r"available_size\(\)=(?P<free>\d+) < need_size=(?P<need>\d+)")
+"""kvcached's pool, short of blocks: how many were free, how many the step needed."""
+
 KV_TRANSFER: tuple[Rule, ...] = (
     # LMCache 0.3.x's NIXL connector (storage_backend/connector/nixl_connector_v3.py:567) allocates each KV chunk
     # of a save from its transfer buffer in a loop that sleeps 10 ms and retries without end, warning "Failed to
@@ -22,6 +26,10 @@ KV_TRANSFER: tuple[Rule, ...] = (
          _c(r"Failed to allocate memory object, retrying")),
     Rule(Signal.KV_BUFFER_FULL, "because no free blocks is available",
          _c(r"Failed to allocate memory for tensor\([^\n]*because no free blocks is available")),
+    # kvcached's elastic KV pool, shared by the engines on one GPU: KVCacheManager._alloc warns "available_size()=%d
+    # < need_size=%d" and returns None (kvcached/kv_cache_manager.py; its C++ block manager prints the same), which
+    # vLLM's block pool then asserts on (kvcached-shared-pool-exhausted-assert: six engines on one MI300X).
+    Rule(Signal.KV_POOL_EXHAUSTED, "< need_size=", POOL_SHORT),
     # vLLM's NixlConnector on the prefill side: "Releasing expired KV blocks for request %s which were retrieved
     # by %d decode worker(s) within %d seconds." (nixl_connector.py, 0.10: VLLM_NIXL_ABORT_REQUEST_TIMEOUT) or
     # "… by %d remote worker(s) before lease expired." (nixl/base_worker.py, 0.3x: kv_lease_duration, 30 s);
