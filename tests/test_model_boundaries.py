@@ -1211,3 +1211,27 @@ def test_a_shared_kv_pool_short_of_blocks_is_kv_pressure_and_surer_when_the_engi
     # the same assert with no pool line is not read as memory
     assert _verdict(tmp_path, "ERROR 11-02 10:00:01 [core.py:938] EngineCore encountered a fatal error.\n"
                               "AssertionError\n").kind.value != "fragmented"
+
+
+_LOOP_CANCELLED = """\
+Traceback (most recent call last):
+  File "/usr/local/lib/python3.10/dist-packages/vllm/engine/async_llm_engine.py", line 604, in run_engine_loop
+    done, _ = await asyncio.wait(
+  File "/usr/lib/python3.10/asyncio/tasks.py", line 384, in wait
+    return await _wait(fs, timeout, return_when, loop)
+  File "/usr/lib/python3.10/asyncio/tasks.py", line 491, in _wait
+    await waiter
+asyncio.exceptions.CancelledError
+"""
+
+
+def test_v0s_engine_loop_cancelled_with_an_exception_chained_on_is_its_iteration_timeout_and_alone_is_not(tmp_path):
+    # pascal-p40-gptq-long-prompt-engine-loop-timeout: asyncio_timeout(ENGINE_ITERATION_TIMEOUT_S) cancels the
+    # wait and raises while handling the CancelledError; a shutdown cancels the loop with nothing after it
+    for chained in ("During handling of the above exception, another exception occurred:",
+                    "The above exception was the direct cause of the following exception:"):
+        fired = _verdict(tmp_path, _LOOP_CANCELLED + f"\n{chained}\n\nTraceback (most recent call last):\n"
+                                   '  File "/usr/local/lib/python3.10/dist-packages/uvicorn/protocols/http/'
+                                   'httptools_impl.py", line 399, in run_asgi\n')
+        assert fired.kind.value == "slow" and "VLLM_ENGINE_ITERATION_TIMEOUT_S" in fired.headline
+    assert _verdict(tmp_path, _LOOP_CANCELLED).kind.value != "slow"
