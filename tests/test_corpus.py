@@ -365,12 +365,6 @@ READ_OTHERWISE = {
         "a V0 step that outlasted the 60 s iteration timeout with its request in flight reads as slow (the 10 s "
         "stats at zero are the API server's forced log during the step); nothing in the log says the step was "
         "stuck rather than long",
-    # Blind round 19, medium: a 1P1D prefill node's stats line at 84.6% KV cache with nothing running or
-    # waiting, and the Mooncake connector's "Delaying free of 182 blocks"; the hang the reverted PR caused
-    # (preemption off on prefill nodes) is in no line.
-    "ascend-pd-prefill-node-hang-preemption-disabled-kv-full":
-        "no rule reads KV cache held with nothing running or waiting (blocks kept for transfers the decode side "
-        "has not pulled) from one stats line; the excerpt reads healthy",
     # Blind round 19, low (undiagnosed; VLLM_USE_V1=0 helped some):
     "vlm-v1-request-stuck-running-zero-throughput":
         "a request running with no token for 30 s while /health answers is an engine that stopped making "

@@ -1235,3 +1235,26 @@ def test_v0s_engine_loop_cancelled_with_an_exception_chained_on_is_its_iteration
                                    'httptools_impl.py", line 399, in run_asgi\n')
         assert fired.kind.value == "slow" and "VLLM_ENGINE_ITERATION_TIMEOUT_S" in fired.headline
     assert _verdict(tmp_path, _LOOP_CANCELLED).kind.value != "slow"
+
+
+def _stats(at: str, running: int, waiting: int, kv: float) -> str:
+    return (f"(APIServer pid=196) INFO 08-31 08:{at} [loggers.py:271] Engine 000: Avg prompt throughput: 2305.4 "
+            f"tokens/s, Avg generation throughput: 0.1 tokens/s, Running: {running} reqs, Waiting: {waiting} reqs, "
+            f"GPU KV cache usage: {kv}%, Prefix cache hit rate: 1.8%\n")
+
+
+_DELAYED = ("(EngineCore_DP0 pid=603) INFO 08-31 08:31:17 [mooncake_connector.py:1910] Delaying free of 181 blocks "
+            "for request chatcmpl-3739-a735e8bd\n")
+
+
+def test_a_prefill_engine_holding_most_of_its_kv_idle_with_delayed_frees_holds_it_for_the_decode_side(tmp_path):
+    # ascend-pd-prefill-node-hang-preemption-disabled-kv-full: an idle V1 engine's KV cache is free (cached
+    # blocks with no request count as free), so 84.6 % in use with nothing running is held by the connector
+    held = _verdict(tmp_path, _DELAYED + _stats("31:25", 0, 0, 84.6))
+    assert (held.kind.value, held.sub_kind.value) == ("fragmented", "kv-pressure") and "84.6%" in held.headline
+    longer = _verdict(tmp_path, _DELAYED + _stats("31:25", 0, 0, 84.6) + _stats("31:35", 0, 0, 84.6))
+    assert longer.confidence > held.confidence
+    # requests still running explain the usage; a freed cache or no connector holding anything is no hold
+    for text in (_DELAYED + _stats("31:25", 3, 0, 84.6), _DELAYED + _stats("31:25", 0, 0, 0.4),
+                 _stats("31:25", 0, 0, 84.6)):
+        assert "held for the decode side" not in _verdict(tmp_path, text).headline

@@ -107,6 +107,7 @@ RULES: tuple[Callable[[Facts], Verdict | None], ...] = (
     benign.exit_after_work,
     kv_transfer.buffer_full,
     kv_transfer.pool_exhausted,
+    kv_transfer.held_for_decode,
     kv_transfer.read_after_lease,
     timeouts.timeout_verdict,
     timeouts.watchdog_stall,

@@ -10,6 +10,11 @@ Domain facts encoded here:
   lease, before that VLLM_NIXL_ABORT_REQUEST_TIMEOUT), then frees them.  A decode worker that reads them after
   that was alive, only later than the lease: the guard was shorter than the decode side's queueing
   (nixl-kv-lease-expired-decode-read-after-free: a 550B model's decode read 21 s after the 30 s lease).
+* An idle engine's KV cache is all free: V1 counts a cached block with no request on it as free, so usage
+  falls to ~0 once nothing runs or waits.  A prefill instance whose connector delays the free of finished
+  requests' blocks until the decode side pulls them, showing most of its KV cache in use with nothing running
+  or waiting, holds KV for a decode side that is not taking it; new prompts find no room
+  (ascend-pd-prefill-node-hang-preemption-disabled-kv-full: 84.6 % held, the prefill node hung).
 * kvcached maps one elastic KV pool for all the engines on a GPU: an engine whose step needs more blocks than
   the pool has left gets none, and vLLM's block pool asserts on that (kvcached-shared-pool-exhausted-assert:
   six engines on one MI300X under load; kvcached issue 262).  The engines together outgrew the pool: memory
@@ -70,6 +75,34 @@ def pool_exhausted(facts: Facts) -> Verdict | None:
     draft.step("use a kvcached whose allocator hands an exhausted pool back to the scheduler (kvcached issue 262) "
                "instead of vLLM asserting on it")
     return draft.cite_consequences(short[0]).done()
+
+
+_HELD_PCT = 50.0
+"""KV usage on an idle engine that no cached prefix explains: most of the cache held by something."""
+
+
+def held_for_decode(facts: Facts) -> Verdict | None:
+    """A prefill instance keeps most of its KV cache for a decode side that does not read it."""
+    held = facts.t.of(Signal.KV_HELD)
+    idle = [(e, s) for e, s in facts.stats
+            if s.running == 0 and s.waiting == 0 and (s.gpu_kv_pct or 0) >= _HELD_PCT]
+    if not held or not idle:
+        return None
+    event, stats = idle[-1]
+    draft = Draft(facts, Kind.FRAGMENTED, 0.6 if len(idle) > 1 else 0.45,
+                  f"KV cache held for the decode side: {stats.gpu_kv_pct:.1f}% of the prefill engine's KV cache in use "
+                  "with nothing running or waiting — blocks the KV connector keeps until the decode side reads them; "
+                  "new prompts find no room")
+    draft.sub_kind = MemoryKind.KV_PRESSURE
+    draft.generic_steps = False  # a bigger KV cache fills the same way while the decode side does not read
+    draft.cite(event, Role.ROOT_CAUSE, "an idle engine's KV cache is free: this much is held")
+    draft.cite(held[-1], Role.SUPPORTING, "the connector delays the free until the decode side pulls")
+    draft.undecided = "the decode instance's log at the same time: transfers failing, or no pulls at all"
+    draft.step("check that the decode instance is up and pulling KV from this prefill instance (its log: the "
+               "KV transfer lines for these requests)")
+    draft.step("bound how long the connector holds finished requests' blocks (its abort / lease timeout), so a "
+               "decode side that never reads cannot fill the prefill instance")
+    return draft.done()
 
 
 def read_after_lease(facts: Facts) -> Verdict | None:

@@ -100,6 +100,8 @@ class Signal(str, Enum):
     """A KV-cache transfer buffer with no free block (LMCache's NIXL buffer): the save retries without end."""
     KV_POOL_EXHAUSTED = "kv_pool_exhausted"
     """A KV-cache pool shared by several engines (kvcached) had fewer free blocks than a step asked for."""
+    KV_HELD = "kv_held"
+    """A prefill instance's KV connector keeps a finished request's blocks until its decode side reads them."""
     KV_LEASE_EXPIRED = "kv_lease_expired"
     """The prefill side released KV blocks the decode side had not read before their lease expired."""
     KV_READ_LATE = "kv_read_late"

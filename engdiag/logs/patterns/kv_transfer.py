@@ -30,6 +30,10 @@ KV_TRANSFER: tuple[Rule, ...] = (
     # < need_size=%d" and returns None (kvcached/kv_cache_manager.py; its C++ block manager prints the same), which
     # vLLM's block pool then asserts on (kvcached-shared-pool-exhausted-assert: six engines on one MI300X).
     Rule(Signal.KV_POOL_EXHAUSTED, "< need_size=", POOL_SHORT),
+    # vLLM's and vllm-ascend's MooncakeConnector on the prefill side, as a request finishes for remote decode:
+    # "Delaying free of %d blocks for request %s" (mooncake_connector.py request_finished): the blocks stay
+    # allocated until the decode side pulls them (ascend-pd-prefill-node-hang-preemption-disabled-kv-full).
+    Rule(Signal.KV_HELD, "Delaying free of", _c(r"Delaying free of \d+ blocks for request")),
     # vLLM's NixlConnector on the prefill side: "Releasing expired KV blocks for request %s which were retrieved
     # by %d decode worker(s) within %d seconds." (nixl_connector.py, 0.10: VLLM_NIXL_ABORT_REQUEST_TIMEOUT) or
     # "… by %d remote worker(s) before lease expired." (nixl/base_worker.py, 0.3x: kv_lease_duration, 30 s);
