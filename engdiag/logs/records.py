@@ -3,7 +3,8 @@
 Whether a piece continues the record before it depends only on that piece and
 the one before (``joins``).  Keeping the rule local is what lets the bulk scanner
 find a record's start and end around a match without reading the whole log, and
-still build exactly the records the line-by-line path builds.
+still build exactly the records the line-by-line path builds.  The one exception,
+a paste cut at one width (``rejoined``), is only ever read line by line.
 """
 
 from __future__ import annotations
@@ -96,7 +97,7 @@ def rejoined(cut: Piece, tail: Piece) -> Piece:
     """The line a paste cut at ``cut``'s width, whole again: what the next piece is joined to.
 
     With the tail as the piece before, a traceback's next line (the same header) could not join the record:
-    every traceback line of a paste wrapped at 120 columns broke it in two (b12x-moe-static-workspace-oom
+    every traceback line of a paste wrapped at 120 columns broke it in two (qwen3-moe-fused-experts-oom
     read unknown so).  Only pastes cut at one width have ``cut`` pieces; they are read line by line, so this
     one non-local step never meets the bulk scanner's walk with ``joins``.
     """
