@@ -1258,3 +1258,45 @@ def test_a_prefill_engine_holding_most_of_its_kv_idle_with_delayed_frees_holds_i
     for text in (_DELAYED + _stats("31:25", 3, 0, 84.6), _DELAYED + _stats("31:25", 0, 0, 0.4),
                  _stats("31:25", 0, 0, 84.6)):
         assert "held for the decode side" not in _verdict(tmp_path, text).headline
+
+
+def test_an_ascend_runtime_allocation_failure_or_metal_command_buffer_oom_is_device_memory_exhaustion(tmp_path):
+    # ascend-qwen3vl32b-npu-oom-midrun, metal-command-buffer-oom-guidellm (as their threads paste them)
+    npu = _verdict(tmp_path, "(EngineCore_DP0 pid=10516) ERROR 12-03 12:16:41 [core.py:710]         Possible Cause: "
+                             "Available memory is insufficient.\n(EngineCore_DP0 pid=10516) ERROR 12-03 12:16:41 "
+                             "[core.py:710]         alloc device memory failed, runtime result = 207001\n")
+    assert npu.kind.value == "fragmented" and npu.headline.startswith("device memory exhausted")
+    metal = _verdict(tmp_path, _stats("20:01", 1, 0, 0.2) + "libc++abi: terminating due to uncaught exception of type "
+                               "std::runtime_error: [METAL] Command buffer execution failed: Insufficient Memory "
+                               "(00000008:kIOGPUCommandBufferCallbackErrorOutOfMemory)\n")
+    assert metal.kind.value == "fragmented" and "[METAL]" in metal.evidence[0].text
+    # the same runtime abort for another reason is no memory verdict
+    other = _verdict(tmp_path, _stats("20:01", 1, 0, 0.2) + "libc++abi: terminating due to uncaught exception of type "
+                               "std::runtime_error: [METAL] Command buffer execution failed: Caused GPU Hang Error\n")
+    assert other.kind.value != "fragmented"
+
+
+def test_the_cpp_runtimes_abort_report_is_its_own_line_and_not_a_long_lines_wrapped_tail():
+    stats = pieces(_stats("20:01", 1, 0, 0.2).rstrip("\n"), 1)[0]
+    for line in ("libc++abi: terminating due to uncaught exception of type std::runtime_error: x",
+                 "terminate called after throwing an instance of 'c10::Error'"):
+        assert joins(stats, pieces(line, 2)[0]) is None
+    assert joins(stats, pieces("rate: 0.2%, tail of the stats line", 2)[0]) is Join.WRAP
+
+
+def test_vllm_metals_kv_budget_check_is_a_kv_cache_that_does_not_fit(tmp_path):
+    # metal-kv-budget-negative-parsehawk
+    verdict = _verdict(tmp_path, "ValueError: Paged attention: not enough Metal memory for KV cache.\n"
+                                 "metal_limit=14.30GB, fraction=0.5, usable_metal=7.15GB,\nkv_budget=-0.38GB.\n")
+    assert verdict.kind.value == "fragmented" and "KV cache does not fit" in verdict.headline
+
+
+def test_hccl_link_and_task_timeouts_as_ascend_prints_them_are_waits_that_never_complete(tmp_path):
+    # ascend-glm51-hccl-socket-establish-timeout ("timeout[120 s]"), ascend-glm53-hccl-fftsplus-stuck
+    link = _verdict(tmp_path, "[ERROR] HCCL(106335,):2026-05-21-21:39:58.707.629 [hccl_socket_manager.cc:796] "
+                              "[128660][Wait][LinkEstablish]wait socket establish timeout, role[0] rank[0] timeout[120 s]\n")
+    assert link.kind.value == "deadlocked" and "HCCL" in link.headline
+    task = _verdict(tmp_path, "The error from device(chipId:0/2/4/5/6/7, dieId:0), serial number is …,\n"
+                              "hccl fftsplus task timeout occurred during task execution,\n"
+                              "stream_id:9, sq_id:9, task_id:51052, stuck notify num:1, timeout=1836s.\n")
+    assert task.kind.value == "deadlocked"

@@ -99,7 +99,8 @@ def oom(facts: Facts, root: Event) -> Verdict:
                               f"{format_bytes(numbers.free)} free")
             note = "the message prints no reserved-but-unallocated figure, so fragmentation is not ruled out"
         else:
-            draft.headline = f"GPU memory exhausted{_pad(when)}: {root.text[:140]}"
+            device = "GPU" if "CUDA" in root.text or "GPU" in root.text else "device"  # an NPU's runtime says neither
+            draft.headline = f"{device} memory exhausted{_pad(when)}: {root.text[:140]}"
             note = "the message carries no allocator numbers"
         if _BANKED not in root.text and _XLA not in root.text:
             draft.notes.append(

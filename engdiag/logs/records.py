@@ -43,6 +43,9 @@ _DATED = re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d")
 vLLM's lines: tt-tensor-cache-generation-exceeds-1200s-health-wait), never a wrapped tail."""
 _SHELL_REPORT = re.compile(r"Killed\b|(?:[\w./-]+: )?line \d+: +\d+ ")
 """The shell's report of its job ("Killed", "bash: line 1:  1234 Killed   python …"): its own line, never a tail."""
+_RUNTIME_ABORT = re.compile(r"libc\+\+abi: |terminate called after throwing an instance of ")
+"""The C++ runtime reporting an exception nothing caught, just before it aborts the process (libc++'s and
+libstdc++'s wordings): a line of its own, never a tail (metal-command-buffer-oom-guidellm: after a stats line)."""
 _WRAP_ENDS = frozenset(",:;=([{-")
 """How a line cut mid-sentence ends: a separator that promises more."""
 
@@ -124,6 +127,7 @@ def _hard_wrapped(prev: Piece, cur: Piece) -> bool:
         and (cur.msg[:1] in _WRAP_STARTS or prev.msg.rstrip(" ")[-1:] in _WRAP_ENDS)
         and not _DATED.match(cur.msg)
         and not _SHELL_REPORT.match(cur.msg)
+        and not _RUNTIME_ABORT.match(cur.msg)
     )
 
 

@@ -209,6 +209,17 @@ MEMORY: tuple[Rule, ...] = (
     Rule(Signal.CUDA_OOM, "Memory resources are exhausted", _c(r"Memory resources are exhausted"), _oom),
     Rule(Signal.CUDA_OOM, "EL0004", _c(r"EL0004:[^\n]*Failed to allocate memory"), _oom),
     Rule(Signal.CUDA_OOM, "Lack of device memory", _c(r"Lack of device memory"), _oom),
+    # Ascend's runtime reporting a failed call: "alloc device memory failed, runtime result = 207001" under
+    # "Possible Cause: Available memory is insufficient." (207001: the runtime's memory-allocation error;
+    # ascend-qwen3vl32b-npu-oom-midrun, wordings as the thread pastes them)
+    Rule(Signal.CUDA_OOM, "alloc device memory failed", _c(r"alloc device memory failed"), _oom),
+    Rule(Signal.CUDA_OOM, "Available memory is insufficient", _c(r"Possible Cause: Available memory is insufficient"),
+         _oom),
+    # Apple's Metal (vllm-metal, MLX): a command buffer the GPU could not run for lack of memory, "[METAL] Command
+    # buffer execution failed: Insufficient Memory (00000008:kIOGPUCommandBufferCallbackErrorOutOfMemory)"
+    # (metal-command-buffer-oom-guidellm, as pasted)
+    Rule(Signal.CUDA_OOM, "kIOGPUCommandBufferCallbackErrorOutOfMemory",
+         _c(r"kIOGPUCommandBufferCallbackErrorOutOfMemory"), _oom),
     # Gaudi's PyTorch bridge: "FATAL ERROR :: MODULE:PT_DEVMEM Allocation failed for size::134217728 (128)MB"
     # (gaudi-inc-fp8-70b-1card-premove-bf16-weights-devmem-alloc-failed)
     Rule(Signal.CUDA_OOM, "PT_DEVMEM Allocation failed", _c(r"PT_DEVMEM Allocation failed"), _oom),
@@ -224,6 +235,10 @@ MEMORY: tuple[Rule, ...] = (
     Rule(Signal.CUDA_OOM, "each bank needs to store", _BANK_NEEDS, lambda m, t: [_bank_oom(t)]),
     Rule(Signal.CUDA_OOM, "(allocated: ", _BANK_STATE, lambda m, t: [_bank_oom(t)]),
     Rule(Signal.KV_CACHE_INSUFFICIENT, "blocks of KV cache", _c(r"Not enough memory for \d+ blocks of KV cache")),
+    # vllm-metal's own sizing: "ValueError: Paged attention: not enough Metal memory for KV cache." with its
+    # budget (…, kv_budget=-0.38GB) after it (metal-kv-budget-negative-parsehawk, as pasted)
+    Rule(Signal.KV_CACHE_INSUFFICIENT, "not enough Metal memory for KV cache",
+         _c(r"not enough Metal memory for KV cache")),
     # V0's worker wrapper logs "Error executing method initialize_cache. This might cause deadlock in distributed
     # execution." (worker_base.py, 0.4–0.10) for any exception there; in initialize_cache that is the KV cache not
     # fitting (raise_if_cache_size_invalid), the "deadlock" being a generic warning

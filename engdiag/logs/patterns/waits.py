@@ -198,6 +198,15 @@ WAITS: tuple[Rule, ...] = (
         _c(r"rtStreamSynchronizeWithTimeout execut\w* failed, reason=\[?[\w ]*timeout"),
         _const(Timeout(call=ASCEND_TASK, guard="hccl")),
     ),
+    # The runtime's device-error report for an HCCL task: "hccl fftsplus task timeout occurred during task
+    # execution, stream_id:9, sq_id:9, task_id:51052, stuck notify num:1, timeout=1836s." — the collective's
+    # task waited the whole limit on a notify no peer sent (ascend-glm53-hccl-fftsplus-stuck, as pasted)
+    Rule(
+        Signal.COMM_TIMEOUT,
+        "hccl fftsplus task timeout",
+        _c(r"hccl fftsplus task timeout occurred"),
+        _const(Timeout(call=ASCEND_TASK, guard="hccl")),
+    ),
     Rule(
         Signal.COMM_TIMEOUT,
         "internal task times out",
@@ -212,7 +221,7 @@ WAITS: tuple[Rule, ...] = (
     Rule(
         Signal.RENDEZVOUS_FAILED,
         "wait socket establish timeout",
-        _c(r"wait socket establish timeout, role\[\d+\] rank\[(?P<r>\d+)\] timeout\[(?P<s>\d+)\]"),
+        _c(r"wait socket establish timeout, role\[\d+\] rank\[(?P<r>\d+)\] timeout\[(?P<s>\d+)(?: ?s)?\]"),
         lambda m, t: [Rendezvous(address=f"rank {m['r']}", limit_s=int(m["s"]), what="hccl")],
     ),
     Rule(
