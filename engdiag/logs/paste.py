@@ -152,13 +152,19 @@ def file_paste(path: Path) -> Paste:
 
 
 def skip_doubled(lines: Iterator[tuple[int, str]]) -> Iterator[tuple[int, str]]:
-    """Numbered lines without the blank line that follows each line of text in a double-spaced paste."""
-    after_text = False
+    """Numbered lines without the blank line that follows each line in a double-spaced paste.
+
+    A blank line of the log was doubled too: it is kept once, as the log had it (a traceback's chained
+    "CancelledError", blank, "During handling …" stays one record: pascal-p40-gptq-long-prompt-engine-loop-
+    timeout, double-spaced, lost the exception chained on).
+    """
+    doubled = False
     for lineno, line in lines:
-        blank = not line.strip()
-        if not (blank and after_text):
-            yield lineno, line
-        after_text = not blank
+        if doubled and not line.strip():
+            doubled = False
+            continue
+        yield lineno, line
+        doubled = True
 
 
 def dedented(stream: BinaryIO, indent: bytes) -> BinaryIO:
