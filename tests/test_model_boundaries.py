@@ -1300,3 +1300,15 @@ def test_hccl_link_and_task_timeouts_as_ascend_prints_them_are_waits_that_never_
                               "hccl fftsplus task timeout occurred during task execution,\n"
                               "stream_id:9, sq_id:9, task_id:51052, stuck notify num:1, timeout=1836s.\n")
     assert task.kind.value == "deadlocked"
+
+
+def test_nccl_failing_to_allocate_its_buffers_is_gpu_memory_exhaustion_and_another_cuda_failure_is_not(tmp_path):
+    # NCCL's checks.h / cudawrap.h / alloc.h wordings, as NCCL WARN lines and under torch's "Last error:"
+    for line in ("node-0:2361:2840 [1] NCCL WARN Cuda failure 'out of memory'",
+                 "node-0:2361:2840 [1] NCCL WARN Cuda failure 2 'out of memory'",
+                 "node-0:2361:2840 [1] NCCL WARN Failed to CUDA calloc 4194304 bytes"):
+        verdict = _verdict(tmp_path, line + "\n")
+        assert verdict.kind.value == "fragmented" and verdict.headline.startswith("GPU memory exhausted"), line
+    # custom-allreduce-nccl-2181-unhandled-cuda-error: an invalid argument is no memory
+    other = _verdict(tmp_path, "node-0:2361:2840 [1] NCCL WARN Cuda failure 'invalid argument'\n")
+    assert other.kind.value != "fragmented"

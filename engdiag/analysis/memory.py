@@ -93,13 +93,13 @@ def oom(facts: Facts, root: Event) -> Verdict:
             note = "XLA's own figures: the program needs more than the memory space holds"
         elif tried is not None:
             # older messages, other accelerators and cut pastes print no reserved figure: no claim either way
-            device = "GPU" if "CUDA" in root.text or "GPU" in root.text else "device"  # XLA's runtime names neither
+            device = _device(root.text)
             oom = "CUDA OOM" if "CUDA" in root.text else "OOM"
             draft.headline = (f"{device} memory exhausted{_pad(when)}: {oom} asking for {format_bytes(tried)} with "
                               f"{format_bytes(numbers.free)} free")
             note = "the message prints no reserved-but-unallocated figure, so fragmentation is not ruled out"
         else:
-            device = "GPU" if "CUDA" in root.text or "GPU" in root.text else "device"  # an NPU's runtime says neither
+            device = _device(root.text)
             draft.headline = f"{device} memory exhausted{_pad(when)}: {root.text[:140]}"
             note = "the message carries no allocator numbers"
         if _BANKED not in root.text and _XLA not in root.text:
@@ -175,6 +175,15 @@ def kv_pressure(facts: Facts) -> Verdict | None:
             draft.undecided = "whether preemptions follow: the next stats lines (Preemptions: N) or /metrics"
             return draft.done()
     return None
+
+
+def _device(text: str) -> str:
+    """What ran out: the GPU when the message says CUDA or GPU (NCCL writes "Cuda"), else the device (an NPU's
+    or XLA's runtime names neither)."""
+    return "GPU" if _GPU_WORDS.search(text) else "device"
+
+
+_GPU_WORDS = re.compile(r"cuda|gpu", re.IGNORECASE)
 
 
 def allocating_sites(facts: Facts) -> list[Event]:

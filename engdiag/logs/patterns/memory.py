@@ -209,6 +209,12 @@ MEMORY: tuple[Rule, ...] = (
     Rule(Signal.CUDA_OOM, "Memory resources are exhausted", _c(r"Memory resources are exhausted"), _oom),
     Rule(Signal.CUDA_OOM, "EL0004", _c(r"EL0004:[^\n]*Failed to allocate memory"), _oom),
     Rule(Signal.CUDA_OOM, "Lack of device memory", _c(r"Lack of device memory"), _oom),
+    # NCCL allocating its own buffers (lazily, at a communicator's first collectives): CUDACHECK's "Cuda failure
+    # 'out of memory'", the driver API's CUCHECK "Cuda failure 2 'out of memory'" (checks.h, cudawrap.h), and
+    # alloc.h's "Failed to CUDA malloc|calloc [async] N bytes" — torch repeats the first under "Last error:"
+    # in its DistBackendError (read in NCCL's master source)
+    Rule(Signal.CUDA_OOM, "'out of memory'", _c(r"Cuda failure (?:\d+ )?'out of memory'"), _oom),
+    Rule(Signal.CUDA_OOM, "Failed to CUDA ", _c(r"Failed to CUDA (?:malloc|calloc)(?: async)? \d+ bytes"), _oom),
     # Ascend's runtime reporting a failed call: "alloc device memory failed, runtime result = 207001" under
     # "Possible Cause: Available memory is insufficient." (207001: the runtime's memory-allocation error;
     # ascend-qwen3vl32b-npu-oom-midrun, wordings as the thread pastes them)
