@@ -1312,3 +1312,15 @@ def test_nccl_failing_to_allocate_its_buffers_is_gpu_memory_exhaustion_and_anoth
     # custom-allreduce-nccl-2181-unhandled-cuda-error: an invalid argument is no memory
     other = _verdict(tmp_path, "node-0:2361:2840 [1] NCCL WARN Cuda failure 'invalid argument'\n")
     assert other.kind.value != "fragmented"
+
+
+def test_rocm_and_intel_gpu_out_of_device_memory_results_are_memory_exhaustion(tmp_path):
+    # hipGetErrorString's "out of memory" behind torch's hipified check; Unified Runtime / Level Zero results
+    for line in ("RuntimeError: HIP error: out of memory",
+                 "RuntimeError: hipErrorOutOfMemory",
+                 "RuntimeError: UR backend failed. UR backend returns:39 (UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY)",
+                 "RuntimeError: level_zero backend failed with error: 1879048195 (ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY)"):
+        assert _verdict(tmp_path, line + "\n").kind.value == "fragmented", line
+    # host memory is not the device's
+    assert _verdict(tmp_path, "RuntimeError: UR backend returns:38 (UR_RESULT_ERROR_OUT_OF_HOST_MEMORY)\n"
+                    ).kind.value != "fragmented"

@@ -196,7 +196,15 @@ MEMORY: tuple[Rule, ...] = (
         _c(r"Sleep mode freed (?P<f>[\d.]+) GiB memory(?:, (?P<u>[\d.]+) GiB memory is still in use)?"),
         _memory(("sleep_freed", "f", "GiB"), ("sleep_still_in_use", "u", "GiB")),
     ),
-    Rule(Signal.CUDA_OOM, "out of memory", _c(r"(?:CUDA|HIP) out of memory|CUDA (?:driver )?error: out of memory"), _oom),
+    # torch's own OOM; its CUDA check's "CUDA error: out of memory", which ROCm builds print as "HIP error: out of
+    # memory" (hipGetErrorString's wording for hipErrorOutOfMemory, ROCm clr hip_error.cpp)
+    Rule(Signal.CUDA_OOM, "out of memory",
+         _c(r"(?:CUDA|HIP) out of memory|(?:CUDA|HIP) (?:driver )?error: out of memory"), _oom),
+    Rule(Signal.CUDA_OOM, "hipErrorOutOfMemory", _c(r"hipErrorOutOfMemory"), _oom),
+    # Intel GPUs: the Unified Runtime's and Level Zero's out-of-device-memory results, as SYCL / IPEX report them
+    # ("UR backend returns:39 (UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY)"; ur_api.h, ze_api.h)
+    Rule(Signal.CUDA_OOM, "_RESULT_ERROR_OUT_OF_DEVICE_MEMORY", _c(r"(?:UR|ZE)_RESULT_ERROR_OUT_OF_DEVICE_MEMORY"),
+         _oom),
     # Other accelerators' allocation failures: torch_npu "NPU out of memory", Ascend's runtime
     # "Memory_Allocation_Failure(EL0004)" (omni-qwen-image-npu-second-inference-stuck-memory-allocation-failure),
     # Intel "XPU out of memory", Rebellions "SYS_EBUSY: Lack of device memory"
