@@ -1324,3 +1324,20 @@ def test_rocm_and_intel_gpu_out_of_device_memory_results_are_memory_exhaustion(t
     # host memory is not the device's
     assert _verdict(tmp_path, "RuntimeError: UR backend returns:38 (UR_RESULT_ERROR_OUT_OF_HOST_MEMORY)\n"
                     ).kind.value != "fragmented"
+
+
+def test_vllm_034s_own_barrier_and_ep_all2all_timeouts_are_waits_that_never_complete(tmp_path):
+    # read in 0.34's distributed/utils.py (StatelessProcessGroup.barrier) and v1/worker/gpu/async_utils.py
+    barrier = _verdict(tmp_path, "RuntimeError: Barrier timed out after 300.00 seconds\n")
+    assert barrier.kind.value == "deadlocked" and "missing members" in barrier.headline
+    ep = _verdict(tmp_path, "RuntimeError: Fault detected in EP all2all communication: one or more ranks timed out "
+                            "during dispatch/combine. Mask: [1, 1, 0, 1]\n")
+    assert ep.kind.value == "deadlocked"
+    # a barrier that failed to broadcast its id is not the wait itself
+    assert _verdict(tmp_path, "RuntimeError: Failed to broadcast barrier_id\n").kind.value != "deadlocked"
+
+
+def test_vllm_034s_auto_fit_with_no_room_for_one_token_is_a_kv_cache_that_does_not_fit(tmp_path):
+    verdict = _verdict(tmp_path, "ValueError: Cannot auto-fit max_model_len: not enough GPU memory available to serve "
+                                 "even a single token. Increase `gpu_memory_utilization`.\n")
+    assert verdict.kind.value == "fragmented" and "KV cache does not fit" in verdict.headline

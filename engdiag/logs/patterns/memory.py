@@ -201,6 +201,8 @@ MEMORY: tuple[Rule, ...] = (
     Rule(Signal.CUDA_OOM, "out of memory",
          _c(r"(?:CUDA|HIP) out of memory|(?:CUDA|HIP) (?:driver )?error: out of memory"), _oom),
     Rule(Signal.CUDA_OOM, "hipErrorOutOfMemory", _c(r"hipErrorOutOfMemory"), _oom),
+    # the CPU back-end's pooler warm-up (0.34 v1/worker/cpu/pooling_runner.py): its memory is the host's
+    Rule(Signal.CUDA_OOM, "Out of memory while warming up", _c(r"Out of memory while warming up the pooler"), _oom),
     # Intel GPUs: the Unified Runtime's and Level Zero's out-of-device-memory results, as SYCL / IPEX report them
     # ("UR backend returns:39 (UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY)"; ur_api.h, ze_api.h)
     Rule(Signal.CUDA_OOM, "_RESULT_ERROR_OUT_OF_DEVICE_MEMORY", _c(r"(?:UR|ZE)_RESULT_ERROR_OUT_OF_DEVICE_MEMORY"),
@@ -249,6 +251,10 @@ MEMORY: tuple[Rule, ...] = (
     Rule(Signal.CUDA_OOM, "each bank needs to store", _BANK_NEEDS, lambda m, t: [_bank_oom(t)]),
     Rule(Signal.CUDA_OOM, "(allocated: ", _BANK_STATE, lambda m, t: [_bank_oom(t)]),
     Rule(Signal.KV_CACHE_INSUFFICIENT, "blocks of KV cache", _c(r"Not enough memory for \d+ blocks of KV cache")),
+    # 0.34's max_model_len auto-fit (v1/core/kv_cache_planning.py): "Cannot auto-fit max_model_len: not enough GPU
+    # memory available to serve even a single token."
+    Rule(Signal.KV_CACHE_INSUFFICIENT, "Cannot auto-fit max_model_len",
+         _c(r"Cannot auto-fit max_model_len: not enough GPU memory")),
     # vllm-metal's own sizing: "ValueError: Paged attention: not enough Metal memory for KV cache." with its
     # budget (…, kv_budget=-0.38GB) after it (metal-kv-budget-negative-parsehawk, as pasted)
     Rule(Signal.KV_CACHE_INSUFFICIENT, "not enough Metal memory for KV cache",

@@ -132,6 +132,11 @@ WAITS: tuple[Rule, ...] = (
     # which the benign rules read first.
     Rule(Signal.PEER_LOST, "Connection was likely closed", _c(r"Connection was likely closed"), lambda m, t: [_store_lost(t)]),
     Rule(Signal.RENDEZVOUS_FAILED, "clients joined", _CLIENTS_JOINED, lambda m, t: [_joined(m)]),
+    # vLLM's StatelessProcessGroup.barrier (0.34 distributed/utils.py): every rank sets an arrival key in the
+    # TCP store and polls for the others' until "Barrier timed out after %.2f seconds" (or, leaving it,
+    # "Barrier departure timed out …"): a member never arrived
+    Rule(Signal.RENDEZVOUS_FAILED, "Barrier ", _c(r"Barrier (?:departure )?timed out after (?P<s>[\d.]+) seconds"),
+         lambda m, t: [Rendezvous(limit_s=float(m["s"]))]),
     Rule(Signal.RENDEZVOUS_FAILED, "while trying to connect to", _CONNECT_TIMEOUT, lambda m, t: [_unreachable(m)]),
     # A traceback through the rendezvous itself: torch's init_process_group raised inside
     # ``store, rank, world_size = next(rendezvous_iterator)`` (distributed_c10d.py), where the TCP store is made:
@@ -272,6 +277,14 @@ WAITS: tuple[Rule, ...] = (
         "DeepEP error: timeout",
         _c(r"DeepEP error: timeout \((?P<w>[^)]*)\)"),
         lambda m, t: [Timeout(call=f"DeepEP {m['w']}", guard="deepep")],
+    ),
+    # vLLM's own check after an expert-parallel step (0.34 v1/worker/gpu/async_utils.py): "Fault detected in EP
+    # all2all communication: one or more ranks timed out during dispatch/combine. Mask: [...]"
+    Rule(
+        Signal.COMM_TIMEOUT,
+        "Fault detected in EP all2all",
+        _c(r"Fault detected in EP all2all communication: one or more ranks timed out"),
+        _const(Timeout(call="EP all2all dispatch/combine")),
     ),
     Rule(
         Signal.COMM_TIMEOUT,
