@@ -1341,3 +1341,22 @@ def test_vllm_034s_auto_fit_with_no_room_for_one_token_is_a_kv_cache_that_does_n
     verdict = _verdict(tmp_path, "ValueError: Cannot auto-fit max_model_len: not enough GPU memory available to serve "
                                  "even a single token. Increase `gpu_memory_utilization`.\n")
     assert verdict.kind.value == "fragmented" and "KV cache does not fit" in verdict.headline
+
+
+def test_a_segment_dev_shm_had_no_room_for_is_a_too_small_dev_shm_not_a_device_fault(tmp_path):
+    # nccl-shm-segment-docker-tp: NCCL's "unhandled system error", then its "Last error:" detail
+    nccl = _verdict(tmp_path, "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+                              "NCCLUtils.hpp:317, unhandled system error (run with NCCL_DEBUG=INFO for details), "
+                              "NCCL version 2.20.5\nncclSystemError: System call (e.g. socket, malloc) or external "
+                              "library call failed or device error.\nLast error:\nError while creating shared memory "
+                              "segment /dev/shm/nccl-S2vapn (size 9637888)\n")
+    assert nccl.kind.value == "crashed" and "/dev/shm" in nccl.headline
+    commands = [step.command for step in nccl.next_steps]
+    assert "df -h /dev/shm" in commands and "export CUDA_LAUNCH_BLOCKING=1" not in commands
+    vllm = _verdict(tmp_path, "RuntimeError: Insufficient space in /dev/shm for the broadcast buffer: 512 MiB required, "
+                              "64 MiB free. Increase /dev/shm (e.g. --shm-size or --ipc=host).\n")
+    assert "/dev/shm" in vllm.headline
+    # the same NCCL error with another detail stays a crash with the device-fault steps
+    other = _verdict(tmp_path, "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+                               "NCCLUtils.hpp:317, unhandled system error (run with NCCL_DEBUG=INFO for details)\n")
+    assert "/dev/shm" not in other.headline

@@ -68,6 +68,8 @@ def root_fault(facts: Facts) -> Verdict | None:
         return None  # a step guard fired first: the collective timeouts after it are its consequences
     if root.signal is Signal.CUDA_OOM:
         return memory.oom(facts, root)
+    if root.signal is Signal.SHM_TOO_SMALL:
+        return crashes.shm_too_small(facts)
     if root.signal is Signal.KV_CACHE_INSUFFICIENT:
         return memory.kv_cache_does_not_fit(facts, root)
     if root.signal in (Signal.PEER_LOST, Signal.RENDEZVOUS_FAILED) and _not_placement(root) and (
@@ -89,10 +91,12 @@ _DETAIL_LINES = 20
 def _explained(facts: Facts, root: Event) -> Event:
     """A device error whose runtime detail right below it says memory ran out is that OOM, reported through
     the call that failed (ascend-mc2-moe-dispatch-hccl-2gib-device-memory-exhausted: "NPU function error: call
-    aclnnMoeDistributeDispatchV2 failed", then ACL's "EL0004 … Memory resources are exhausted")."""
+    aclnnMoeDistributeDispatchV2 failed", then ACL's "EL0004 … Memory resources are exhausted"); one whose
+    detail says /dev/shm had no room is that (NCCL's "unhandled system error", then "Last error: Error while
+    creating shared memory segment": nccl-shm-segment-docker-tp)."""
     if root.signal is not Signal.CUDA_ERROR:
         return root
-    return next((e for e in facts.t.of(Signal.CUDA_OOM) if e.source == root.source
+    return next((e for e in facts.t.of(Signal.CUDA_OOM, Signal.SHM_TOO_SMALL) if e.source == root.source
                  and root.line < e.line <= root.line + _DETAIL_LINES), root)
 
 
@@ -116,6 +120,7 @@ RULES: tuple[Callable[[Facts], Verdict | None], ...] = (
     memory.died_allocating,
     memory.died_after_sizing,
     memory.sleep_kept_memory,
+    crashes.shm_too_small,
     crashes.other_fatal,
     stalls.stack_in_compile,
     stalls.stack_in_launch,

@@ -14,6 +14,9 @@ Domain facts encoded here (docs/verdicts.md, "Crashes"):
 * A C++ ``terminate called`` raised by a communication library (gloo, c10d) is how a
   failed collective ends a process: the collective decides, not the abort
   (``async-sched-dp-zero-token-step-gloo-size-mismatch``).
+* NCCL keeps each intra-node channel's buffers in /dev/shm and fails the collective when it cannot make room
+  there; Docker gives a container 64 MiB of it.  The NCCL error that follows ("unhandled system error") is
+  that, not a device fault (``nccl-shm-segment-docker-tp``, ``prodstack-nccl-shm-64m-tp2``).
 """
 
 from __future__ import annotations
@@ -68,6 +71,24 @@ def crash(facts: Facts, root: Event) -> Verdict:
                                                                                 Signal.REQUEST_FINISHED)), None)
     draft.cite(last_work, Role.CONTEXT, "the last progress before the fault")
     return draft.cite_consequences(root).done()
+
+
+def shm_too_small(facts: Facts) -> Verdict | None:
+    """A shared-memory segment /dev/shm had no room for: the container's /dev/shm is too small."""
+    full = facts.t.of(Signal.SHM_TOO_SMALL)
+    if not full:
+        return None
+    whose = "vLLM's shared-memory broadcast buffer" if "Insufficient space" in full[0].text else "an NCCL segment"
+    draft = Draft(facts, Kind.CRASHED, 0.85,
+                  f"crashed: /dev/shm had no room for {whose} — the container's /dev/shm is too small "
+                  "(Docker gives 64 MiB), and the collective that needed it failed")
+    draft.generic_steps = False  # no kernel faulted: CUDA_LAUNCH_BLOCKING and Xid say nothing here
+    draft.cite(full[0], Role.ROOT_CAUSE, "the segment that did not fit")
+    draft.step("see how much /dev/shm the container has", "df -h /dev/shm")
+    draft.step("give the container a larger /dev/shm: docker run's --shm-size 16g or --ipc=host; on Kubernetes an "
+               "emptyDir of medium Memory mounted at /dev/shm")
+    draft.step("or keep NCCL out of /dev/shm (slower intra-node transfers)", "export NCCL_SHM_DISABLE=1")
+    return draft.cite_consequences(full[0]).done()
 
 
 def other_fatal(facts: Facts) -> Verdict | None:

@@ -51,6 +51,7 @@ ANOMALIES = FATAL | frozenset(
         Signal.REQUEST_FAILED,
         Signal.STACK_DUMP,
         Signal.KV_BUFFER_FULL,
+        Signal.SHM_TOO_SMALL,
         Signal.KV_POOL_EXHAUSTED,
         Signal.KV_LEASE_EXPIRED,
         Signal.KV_READ_LATE,

@@ -96,6 +96,8 @@ class Signal(str, Enum):
     """A captured stack blocked launching a GPU kernel: the device is not finishing earlier work."""
     OPERATOR_STOP = "operator_stop"
     """Someone asked the server to stop (SIGTERM, a drain)."""
+    SHM_TOO_SMALL = "shm_too_small"
+    """A shared-memory segment that /dev/shm has no room for (NCCL's, vLLM's broadcast buffer): a container's."""
     KV_BUFFER_FULL = "kv_buffer_full"
     """A KV-cache transfer buffer with no free block (LMCache's NIXL buffer): the save retries without end."""
     KV_POOL_EXHAUSTED = "kv_pool_exhausted"

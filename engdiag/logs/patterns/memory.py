@@ -23,6 +23,9 @@ _SIZE_PARTS = re.compile(r"([\d.]+) ?(\w+)")
 _XLA_SIZE = r"[\d.]+[KMGT]?B?"
 _XLA_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
+_SHM_SEGMENT = _c(r"Error while (?:creating|attaching to) shared memory segment (?P<path>\S+) \(size (?P<size>\d+)\)")
+"""NCCL's failure to make room for a segment in /dev/shm."""
+
 
 def _xla_bytes(text: str | None) -> int | None:
     """XLA's ``'76.58M'`` / ``'21.95G'`` / ``'0B'`` (binary units) → bytes."""
@@ -250,6 +253,16 @@ MEMORY: tuple[Rule, ...] = (
     # failure's numbers (memory.oom joins them to the line above)
     Rule(Signal.CUDA_OOM, "each bank needs to store", _BANK_NEEDS, lambda m, t: [_bank_oom(t)]),
     Rule(Signal.CUDA_OOM, "(allocated: ", _BANK_STATE, lambda m, t: [_bank_oom(t)]),
+    # /dev/shm with no room for a segment: NCCL's "Error while creating shared memory segment %s (size %ld)" and
+    # "Error: failed to extend %s to %ld bytes" (src/os/linux.cc, read in NCCL's master source; torch repeats them
+    # under "Last error:"), vLLM 0.34's "Insufficient space in %s for %s: %s MiB required, %s MiB free"
+    # (shm_broadcast.py) — Docker gives a container 64 MiB (nccl-shm-segment-docker-tp, prodstack-nccl-shm-64m-tp2)
+    Rule(Signal.SHM_TOO_SMALL, "Error while creating shared memory segment", _SHM_SEGMENT),
+    Rule(Signal.SHM_TOO_SMALL, "Error while attaching to shared memory segment", _SHM_SEGMENT),
+    Rule(Signal.SHM_TOO_SMALL, "Error: failed to extend /dev/shm", _c(r"Error: failed to extend (?P<path>/dev/shm/\S+) to "
+                                                                      r"(?P<size>\d+) bytes")),
+    Rule(Signal.SHM_TOO_SMALL, "Insufficient space in ",
+         _c(r"Insufficient space in (?P<path>\S+) for [^\n:]*: [\d.]+ MiB required, [\d.]+ MiB free")),
     Rule(Signal.KV_CACHE_INSUFFICIENT, "blocks of KV cache", _c(r"Not enough memory for \d+ blocks of KV cache")),
     # 0.34's max_model_len auto-fit (v1/core/kv_cache_planning.py): "Cannot auto-fit max_model_len: not enough GPU
     # memory available to serve even a single token."
