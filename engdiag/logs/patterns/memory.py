@@ -259,7 +259,7 @@ MEMORY: tuple[Rule, ...] = (
     # (shm_broadcast.py) — Docker gives a container 64 MiB (nccl-shm-segment-docker-tp, prodstack-nccl-shm-64m-tp2)
     Rule(Signal.SHM_TOO_SMALL, "Error while creating shared memory segment", _SHM_SEGMENT),
     Rule(Signal.SHM_TOO_SMALL, "Error while attaching to shared memory segment", _SHM_SEGMENT),
-    Rule(Signal.SHM_TOO_SMALL, "Error: failed to extend /dev/shm", _c(r"Error: failed to extend (?P<path>/dev/shm/\S+) to "
+    Rule(Signal.SHM_TOO_SMALL, "failed to extend /dev/shm", _c(r"Error: failed to extend (?P<path>/dev/shm/\S+) to "
                                                                       r"(?P<size>\d+) bytes")),
     Rule(Signal.SHM_TOO_SMALL, "Insufficient space in ",
          _c(r"Insufficient space in (?P<path>\S+) for [^\n:]*: [\d.]+ MiB required, [\d.]+ MiB free")),
