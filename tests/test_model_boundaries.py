@@ -1360,3 +1360,16 @@ def test_a_segment_dev_shm_had_no_room_for_is_a_too_small_dev_shm_not_a_device_f
     other = _verdict(tmp_path, "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
                                "NCCLUtils.hpp:317, unhandled system error (run with NCCL_DEBUG=INFO for details)\n")
     assert "/dev/shm" not in other.headline
+
+
+def test_a_crash_by_a_python_exception_gets_no_kernel_fault_steps_and_a_device_fault_does(tmp_path):
+    # gb10-triton-ptxas-sm121a-enginecore-failed: a compiler that does not know the GPU, raised in Python
+    raised = _verdict(tmp_path, "ERROR 10-30 09:12:01 [core.py:708] EngineCore failed to start.\n"
+                                "subprocess.CalledProcessError: Command '['ptxas', '--gpu-name=sm_121a']' returned "
+                                "non-zero exit status 255.\n")
+    commands = [step.command for step in raised.next_steps]
+    assert raised.kind.value == "crashed" and "export CUDA_LAUNCH_BLOCKING=1" not in commands
+    assert "export VLLM_LOGGING_LEVEL=DEBUG" in commands
+    faulted = _verdict(tmp_path, "ERROR 10-30 09:12:01 [core.py:708] EngineCore encountered a fatal error.\n"
+                                 "RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    assert "export CUDA_LAUNCH_BLOCKING=1" in [step.command for step in faulted.next_steps]

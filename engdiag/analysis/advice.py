@@ -98,6 +98,13 @@ def next_steps(facts: Facts, kind: Kind, sub_kind: MemoryKind | None, root: Even
         steps.append(Step("find the operator that faulted (slow; for a reproduction only)", "export ASCEND_LAUNCH_BLOCKING=1"))
         steps.append(Step("read the NPU runtime's own log of the fault (plog)",
                           "grep -rn ERROR ~/ascend/log/debug/plog | tail -50"))
+    elif kind is Kind.CRASHED and not _device_fault(facts):
+        # an exception raised in Python, no kernel or signal behind it: nothing for CUDA_LAUNCH_BLOCKING or Xid to
+        # find (gb10-triton-ptxas-sm121a-enginecore-failed: a compiler that does not know the GPU;
+        # deepgemm-missing-warmup-bf16-h100: a package not installed)
+        steps.append(Step("read the first exception's traceback whole, from the process that raised first: its last "
+                          "line names the cause, and the frames above it the step that raised"))
+        steps.append(Step("log the engine's steps before it", "export VLLM_LOGGING_LEVEL=DEBUG"))
     elif kind is Kind.CRASHED:
         steps.append(Step("find the kernel that faulted (slow; for a reproduction only)", "export CUDA_LAUNCH_BLOCKING=1"))
         steps.append(Step("check the kernel log for GPU faults (Xid)", "sudo dmesg -T | grep -i xid"))
@@ -111,6 +118,11 @@ def next_steps(facts: Facts, kind: Kind, sub_kind: MemoryKind | None, root: Even
     if kind in (Kind.SLOW, Kind.HEALTHY) and facts.t.prompt_lengths.count:
         steps.append(Step("size every timeout from this traffic", recommend_command(_names(facts))))
     return steps
+
+
+def _device_fault(facts: Facts) -> bool:
+    """Did a device, a signal or a torn-down communicator end a process (not only a Python exception)?"""
+    return bool(facts.t.of(Signal.CUDA_ERROR, Signal.FATAL_SIGNAL, Signal.WORKER_DIED, Signal.NCCL_ABORT))
 
 
 def _on_npu(facts: Facts) -> bool:
