@@ -1284,10 +1284,16 @@ def test_the_cpp_runtimes_abort_report_is_its_own_line_and_not_a_long_lines_wrap
     assert joins(stats, pieces("rate: 0.2%, tail of the stats line", 2)[0]) is Join.WRAP
 
 
-def test_vllm_metals_kv_budget_check_is_a_kv_cache_that_does_not_fit(tmp_path):
-    # metal-kv-budget-negative-parsehawk
-    verdict = _verdict(tmp_path, "ValueError: Paged attention: not enough Metal memory for KV cache.\n"
-                                 "metal_limit=14.30GB, fraction=0.5, usable_metal=7.15GB,\nkv_budget=-0.38GB.\n")
+@pytest.mark.parametrize("text", [
+    # vllm-metal's own sizing (metal-kv-budget-negative-parsehawk)
+    "ValueError: Paged attention: not enough Metal memory for KV cache.\n"
+    "metal_limit=14.30GB, fraction=0.5, usable_metal=7.15GB,\nkv_budget=-0.38GB.\n",
+    # 0.34's max_model_len auto-fit with no room for one token (v1/core/kv_cache_planning.py)
+    "ValueError: Cannot auto-fit max_model_len: not enough GPU memory available to serve even a single token. "
+    "Increase `gpu_memory_utilization`.\n",
+])
+def test_a_start_up_check_finding_no_room_for_the_kv_cache_is_a_kv_cache_that_does_not_fit(tmp_path, text):
+    verdict = _verdict(tmp_path, text)
     assert verdict.kind.value == "fragmented" and "KV cache does not fit" in verdict.headline
 
 
@@ -1335,12 +1341,6 @@ def test_vllm_034s_own_barrier_and_ep_all2all_timeouts_are_waits_that_never_comp
     assert ep.kind.value == "deadlocked"
     # a barrier that failed to broadcast its id is not the wait itself
     assert _verdict(tmp_path, "RuntimeError: Failed to broadcast barrier_id\n").kind.value != "deadlocked"
-
-
-def test_vllm_034s_auto_fit_with_no_room_for_one_token_is_a_kv_cache_that_does_not_fit(tmp_path):
-    verdict = _verdict(tmp_path, "ValueError: Cannot auto-fit max_model_len: not enough GPU memory available to serve "
-                                 "even a single token. Increase `gpu_memory_utilization`.\n")
-    assert verdict.kind.value == "fragmented" and "KV cache does not fit" in verdict.headline
 
 
 def test_a_segment_dev_shm_had_no_room_for_is_a_too_small_dev_shm_not_a_device_fault(tmp_path):
