@@ -1286,11 +1286,11 @@ def test_the_cpp_runtimes_abort_report_is_its_own_line_and_not_a_long_lines_wrap
 
 @pytest.mark.parametrize("text", [
     # vllm-metal's own sizing (metal-kv-budget-negative-parsehawk)
-    "ValueError: Paged attention: not enough Metal memory for KV cache.\n"
-    "metal_limit=14.30GB, fraction=0.5, usable_metal=7.15GB,\nkv_budget=-0.38GB.\n",
+    ("ValueError: Paged attention: not enough Metal memory for KV cache.\n"
+     "metal_limit=14.30GB, fraction=0.5, usable_metal=7.15GB,\nkv_budget=-0.38GB.\n"),
     # 0.34's max_model_len auto-fit with no room for one token (v1/core/kv_cache_planning.py)
-    "ValueError: Cannot auto-fit max_model_len: not enough GPU memory available to serve even a single token. "
-    "Increase `gpu_memory_utilization`.\n",
+    ("ValueError: Cannot auto-fit max_model_len: not enough GPU memory available to serve even a single token. "
+     "Increase `gpu_memory_utilization`.\n"),
 ])
 def test_a_start_up_check_finding_no_room_for_the_kv_cache_is_a_kv_cache_that_does_not_fit(tmp_path, text):
     verdict = _verdict(tmp_path, text)
