@@ -10,6 +10,8 @@ Rules, first match wins:
   are named (``waitfor.py``, ``hang.py``);
 - slow: threads progressing — stacks changing, CPU advancing, native code
   running — in the workers (or anywhere, in a tree without workers);
+- slow (GPU at work): the one process waiting in a CUDA sync, with no peer
+  rank to wait for, on a GPU that is ≥ 90 % busy — its kernel is running;
 - deadlocked (no collective): every worker stuck in a CUDA sync, a
   shared-memory wait or a lock while the engine core waits on them; or threads
   blocked with unchanged stacks elsewhere;
@@ -77,7 +79,8 @@ def judge(processes: list[ProcessReport], nvml: NvmlState, options: SnapshotOpti
     if not captured:
         return Verdict(Kind.UNKNOWN, 0.0, "unknown: no process could be sampled",
                        undecided="a capture with ptrace permission (see the errors per process)")
-    for rule in (_allocator, lock_cycle, wait_for, _slow, _workers_deadlocked, _locked, _healthy):
+    for rule in (_allocator, lock_cycle, wait_for, _slow, _waits_on_busy_gpu, _workers_deadlocked, _locked,
+                 _healthy):
         verdict = rule(captured, nvml, options)
         if verdict is not None:
             return verdict
@@ -125,6 +128,51 @@ def _slow(captured: list[ProcessReport], nvml: NvmlState, options: SnapshotOptio
     found = tuple(evidence(p, t, EvidenceRole.ROOT_CAUSE, t.progress or "") for p, t in (moving or working)[:6])
     return Verdict(Kind.SLOW, confidence, headline, evidence=found, next_steps=steps(Kind.SLOW, captured, options),
                    undecided=None if moving else "more samples (--samples 3) to see the stacks move")
+
+
+def _gpus_busy_for(process: ProcessReport, nvml: NvmlState) -> list[int]:
+    """Busy GPUs this process uses (all busy GPUs when NVML's pids are not the tree's: containers)."""
+    busy = busy_gpus(nvml)
+    own = [gpu.fields.get("index", -1) for gpu in nvml.gpus if any(p["pid"] == process.info.pid for p in gpu.processes)]
+    return [i for i in busy if i in own] if own or not nvml.pid_note else busy
+
+
+def _has_peers(captured: list[ProcessReport], process: ProcessReport) -> bool:
+    """Other ranks it could be waiting for: a second worker, or an index ≥ 1 in its name (a group of ≥ 2)."""
+    ranks = process.ranks
+    return (sum(p.role is Role.WORKER for p in captured) > 1
+            or any((ranks.rank, ranks.tp, ranks.pp, ranks.dp, ranks.ep)))
+
+
+def _waits_on_busy_gpu(captured: list[ProcessReport], nvml: NvmlState, options: SnapshotOptions) -> Verdict | None:
+    """A process alone in a CUDA sync on a busy GPU is waiting for a kernel that runs: slow, not stuck.
+
+    With no peer rank there is nothing to deadlock on, and unchanged Python stacks are all a long
+    kernel shows (a long prefill on a TP=1 worker).  Seen on a real H200 (tests/test_cuda_gpu.py):
+    a loop of 20 ms kernels and one ten-minute kernel both sit in torch.cuda.synchronize in every
+    sample, the GPU at 99-100 %.  An idle GPU under the same wait stays a deadlock (rules below).
+    """
+    syncing = [(p, t) for p in captured for t in _stuck(p) if t.category is Category.CUDA_SYNC]
+    if len({p.info.pid for p, _ in syncing}) != 1:
+        return None
+    process = syncing[0][0]
+    gpus = _gpus_busy_for(process, nvml)
+    if not gpus or _has_peers(captured, process):
+        return None
+    who = process.ranks.label() or (process.role.value.replace("_", " ") if process.role is not Role.OTHER
+                                    else f"pid {process.info.pid}")
+    busy = ", ".join(f"GPU {i}" for i in gpus)
+    found = [evidence(process, t, EvidenceRole.ROOT_CAUSE, f"waits for its kernels; {busy} ≥ 90 % busy")
+             for _, t in syncing[:2]]
+    found += [evidence(p, t, EvidenceRole.CONSEQUENCE, "the engine core waits for the worker's answer")
+              for p, t in core_waits(captured)[:1]]
+    return Verdict(
+        Kind.SLOW, 0.55,
+        f"slow: {who} waits in a CUDA sync on {busy}, which is busy — GPU work in progress, no peer rank to deadlock on",
+        evidence=tuple(found), next_steps=steps(Kind.SLOW, captured, options),
+        undecided=(f"a second snapshot minutes later: the same wait with {busy} still busy, for longer than any "
+                   f"step should take, is a kernel that never ends (engdiag snapshot --native {process.info.pid})"),
+    )
 
 
 def _workers_deadlocked(captured: list[ProcessReport], nvml: NvmlState, options: SnapshotOptions) -> Verdict | None:
