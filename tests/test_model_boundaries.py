@@ -1373,3 +1373,69 @@ def test_a_crash_by_a_python_exception_gets_no_kernel_fault_steps_and_a_device_f
     faulted = _verdict(tmp_path, "ERROR 10-30 09:12:01 [core.py:708] EngineCore encountered a fatal error.\n"
                                  "RuntimeError: CUDA error: an illegal memory access was encountered\n")
     assert "export CUDA_LAUNCH_BLOCKING=1" in [step.command for step in faulted.next_steps]
+
+
+def test_the_sleep_mode_allocators_oom_is_device_memory_and_says_how_to_wake_up(tmp_path):
+    oom = _verdict(tmp_path, "CUDA Error: out of memory at /workspace/csrc/cumem_allocator.cpp:56\n"
+                             "CUDA Error: invalid argument at /workspace/csrc/cumem_allocator.cpp:57\n")
+    assert oom.kind.value == "fragmented" and "out of memory" in oom.headline
+    assert any("wake_up(tags=" in step.text for step in oom.next_steps)
+    other = _verdict(tmp_path, "CUDA Error: invalid argument at /workspace/csrc/cumem_allocator.cpp:57\n")
+    assert other.kind.value != "fragmented"
+
+
+_STATS = ("INFO 05-12 00:40:{s} [loggers.py:123] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation "
+          "throughput: {tok} tokens/s, Running: 4 reqs, Waiting: 0 reqs, GPU KV cache usage: 10.0%, Prefix cache hit "
+          "rate: 0.0%\n")
+_CLIENT_TIMEOUT = "2026-05-12 00:40:35,100 ERROR client: openai.APITimeoutError: Request timed out.\n"
+
+
+def test_a_clients_timeout_alone_names_the_client_and_the_server_log_that_decides(tmp_path):
+    verdict = _verdict(tmp_path, "Traceback (most recent call last):\n"
+                                 "aiohttp.client_exceptions.SocketTimeoutError: Timeout on reading data from socket\n")
+    assert verdict.kind.value == "unknown" and "client's request timeout" in verdict.headline
+    assert "server's log" in verdict.undecided
+    assert any("OpenAI(timeout=" in step.text for step in verdict.next_steps)
+
+
+def test_a_clients_timeout_while_the_server_generates_is_slow(tmp_path):
+    text = _STATS.format(s="10", tok="25.3") + _STATS.format(s="20", tok="24.1") + _CLIENT_TIMEOUT
+    verdict = _verdict(tmp_path, text + _STATS.format(s="40", tok="23.5"))
+    assert verdict.kind.value == "slow" and "client's request timeout" in verdict.headline
+
+
+def test_a_clients_timeout_on_a_server_that_stopped_generating_is_not_the_clients_fault(tmp_path):
+    text = "".join(_STATS.format(s=s, tok="0.0") for s in ("10", "20", "30", "40", "50")) + _CLIENT_TIMEOUT
+    verdict = _verdict(tmp_path, text)
+    assert verdict.kind.value != "slow" and "client" not in verdict.headline
+
+
+def test_vllm_fetching_a_model_is_not_a_client_giving_up_on_vllm(tmp_path):
+    hub = _verdict(tmp_path, "requests.exceptions.ReadTimeout: HTTPSConnectionPool(host='huggingface.co', port=443): "
+                             "Read timed out. (read timeout=10)\n")
+    assert "client" not in hub.headline
+    ours = _verdict(tmp_path, "requests.exceptions.ReadTimeout: HTTPConnectionPool(host='localhost', port=8000): "
+                              "Read timed out. (read timeout=600)\n")
+    assert "client's request timeout of 600 s" in ours.headline
+
+
+_INFEASIBLE = ("(autoscaler +13s) Error: No available node types can fulfill resource request {request}. Add suitable "
+               "node types to this cluster to resolve this issue.\n")
+
+
+def test_a_ray_request_no_node_can_hold_is_a_placement_that_never_comes(tmp_path):
+    pinned = _verdict(tmp_path, _INFEASIBLE.format(request="{'node:111.6.168.225': 0.001, 'GPU': 1.0}"))
+    assert pinned.kind.value == "deadlocked" and "placement group" in pinned.headline
+    assert any("VLLM_HOST_IP" in step.text and "111.6.168.225" in step.text for step in pinned.next_steps)
+    unpinned = _verdict(tmp_path, _INFEASIBLE.format(request="{'GPU': 8.0}"))
+    assert unpinned.kind.value == "deadlocked"
+    assert not any("VLLM_HOST_IP" in step.text for step in unpinned.next_steps)
+
+
+def test_a_fault_quoted_deep_in_a_long_line_keeps_the_words_before_it(tmp_path):
+    controller = ('I0902 00:55:35.305769 1 inference-server.go:2282] "HTTP call done" ' + "x=1 " * 150
+                  + 'responseBody={"message":"Call to wake_up method failed: CUDA Error: out of memory at <path>:163"}\n')
+    verdict = _verdict(tmp_path, controller)
+    assert verdict.kind.value == "fragmented"
+    assert "Call to wake_up method failed" in verdict.evidence[0].text and verdict.evidence[0].text.startswith("…")
+    assert "CUDA Error: out of memory" in verdict.headline

@@ -132,6 +132,9 @@ def _guard_for(facts: Facts, event: Event) -> Guard:
             limit, origin = armed[-1], "printed"
         return Guard("platform start-up timeout", "platform", limit, origin if limit is not None else "the launcher's own setting",
                      "the server becoming ready after launch", "the launcher's start-up timeout", *where)
+    if signal is Signal.EXTERNAL_GUARD and data.guard == "client":
+        return Guard("client request timeout", "client", limit, origin if limit is not None else "the client's own setting",
+                     "the whole request, as the client waits for its answer", "client request timeout", *where)
     if signal is Signal.EXTERNAL_GUARD:
         return Guard("Ray Serve health check", "Ray Serve", limit, origin if limit else "health_check_timeout_s",
                      "the replica answering check_health", "health_check_period_s / health_check_timeout_s", *where)

@@ -100,7 +100,7 @@ def oom(facts: Facts, root: Event) -> Verdict:
             note = "the message prints no reserved-but-unallocated figure, so fragmentation is not ruled out"
         else:
             device = _device(root.text)
-            draft.headline = f"{device} memory exhausted{_pad(when)}: {root.text[:140]}"
+            draft.headline = f"{device} memory exhausted{_pad(when)}: {_excerpt(root.text)}"
             note = "the message carries no allocator numbers"
         if _BANKED not in root.text and _XLA not in root.text:
             draft.notes.append(
@@ -108,10 +108,27 @@ def oom(facts: Facts, root: Event) -> Verdict:
                 "reserved-but-unallocated memory is large"
             )
     draft.cite(root, Role.ROOT_CAUSE, note)
+    if _SLEEP_ALLOCATOR in root.text or "wake_up" in root.text:
+        # vLLM's sleep-mode allocator maps weights and KV cache back in at wake_up, next to whatever else took
+        # the GPU while vLLM slept — a trainer's tensors in RL (rlhf-sleep-wakeup-cumem-oom), another instance
+        # on the same GPU (llmd-fma-sleep-frees-half-wake-up-cuda-oom: "Call to wake_up method failed: CUDA
+        # Error: out of memory")
+        draft.step("free what the trainer holds before waking vLLM (torch.cuda.empty_cache() after its step), or "
+                   "wake up in parts: llm.wake_up(tags=['weights']), then llm.wake_up(tags=['kv_cache'])")
     for event in facts.t.of(Signal.CUDA_OOM)[1:3]:
         draft.cite(event, Role.SUPPORTING)
     return draft.cite_consequences(root).done()
 
+
+def _excerpt(text: str) -> str:
+    """The message around "out of memory", not the prefix of a line nobody parsed (a controller's, kubectl's)."""
+    found = _OUT_OF_MEMORY.search(text)
+    start = text.rfind(" ", 0, found.start() - 20) + 1 if found is not None and found.start() > 80 else 0
+    return text[start:start + 140]
+
+
+_SLEEP_ALLOCATOR = "cumem_allocator"
+"""vLLM's sleep-mode allocator (csrc/cumem_allocator.cpp) names its file in its CUDA errors."""
 
 _FREE_OF_TOTAL = re.compile(r"\((?P<free>[\d.]+)/(?P<total>[\d.]+) GiB\)")
 """vLLM's start-up check: "Free memory on device (free/total GiB) on startup is less than desired …"."""

@@ -31,6 +31,10 @@ from engdiag.logs.events import Event, NcclWork, Peer, Rendezvous, Signal, Timeo
 from engdiag.logs.patterns.waits import ASCEND_TASK, MOONCAKE, STORE_LOST, TT_METAL
 
 
+_NODE_PIN = re.compile(r"'node:(?P<ip>[0-9a-fA-F.:]+)'")
+"""A Ray resource request pinned to one node's IP (vLLM pins the driver's bundle to node:<VLLM_HOST_IP>)."""
+
+
 def _comm_steps(draft: Draft, event: Event) -> None:
     signal = event.signal
     if signal is Signal.COLLECTIVE_MISMATCH:
@@ -41,6 +45,9 @@ def _comm_steps(draft: Draft, event: Event) -> None:
     elif signal is Signal.RENDEZVOUS_FAILED:
         meet = event.data if isinstance(event.data, Rendezvous) else Rendezvous()
         if meet.what == "placement":
+            if (pinned := _NODE_PIN.search(event.text)) is not None:
+                draft.step(f"the request pins a GPU to node:{pinned['ip']}, an address Ray has no node under: set "
+                           "VLLM_HOST_IP to the IP `ray status` lists for the head node, on every node")
             draft.step("see what Ray can place: GPUs per node against the parallel sizes", "ray status")
         elif meet.what == "hccl":
             draft.step("check every NPU's NIC link and that no other process holds HCCL's ports (on every node)",

@@ -39,10 +39,23 @@ def _literals(text: str) -> list[str]:
     return list(dict.fromkeys(match.group() for match in LITERAL_PATTERN.finditer(text)))
 
 
-def _line_at(text: str, position: int) -> str:
+def event_text(text: str, position: int) -> str:
+    """The line holding ``position``, cut to ``MAX_EVENT_TEXT`` around it: a match deep in a long line (a
+    controller's line quoting the server's answer) keeps the words before it, not only the line's start."""
     start = text.rfind("\n", 0, position) + 1
     end = text.find("\n", position)
-    return text[start : end if end != -1 else len(text)]
+    line = text[start : end if end != -1 else len(text)]
+    column = position - start
+    if column + _AFTER_MATCH <= MAX_EVENT_TEXT:
+        return line[:MAX_EVENT_TEXT]
+    cut = line.rfind(" ", 0, column - _BEFORE_MATCH) + 1
+    return "…" + line[cut : cut + MAX_EVENT_TEXT - 1]
+
+
+_AFTER_MATCH = 160
+"""Characters after a match that the evidence keeps at least."""
+_BEFORE_MATCH = 80
+"""Characters before a match kept when the line must be cut before it."""
 
 
 class _Builder:
@@ -70,9 +83,9 @@ class _Builder:
         if stamp is None:
             stamp = self.inherited
         if self.show_prompts:
-            line = _line_at(self.original, original).strip()
+            line = event_text(self.original, original).strip()
         else:
-            line = _line_at(self.text, position).strip()
+            line = event_text(self.text, position).strip()
         return Event(
             signal=signal,
             source=self.record.source,
@@ -80,7 +93,7 @@ class _Builder:
             stamp=self.place(stamp) if stamp is not None else None,
             proc=piece.proc or head.proc,
             level=piece.level or head.level,
-            text=line[:MAX_EVENT_TEXT].rstrip(),
+            text=line.rstrip(),
             data=data,
             inherited_time=inherited,
         )

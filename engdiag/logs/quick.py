@@ -20,7 +20,7 @@ from itertools import pairwise
 
 from engdiag.logs.engines import literal_bytes
 from engdiag.logs.events import Event, Proc, Stamp
-from engdiag.logs.extract import MAX_EVENT_TEXT
+from engdiag.logs.extract import event_text
 from engdiag.logs.lines import Piece, Shape, make_stamp
 from engdiag.logs.patterns import RULES_BY_LITERAL
 from engdiag.redact import mask
@@ -134,7 +134,6 @@ def hot_events(piece: Piece, literals: set[int], source: str) -> list[Event] | N
     found = sorted((position, literal) for literal in (HOT[n] for n in literals) if (position := text.find(literal)) != -1)
     if any(a + len(x) > b for (a, x), (b, _) in pairwise(found)):
         return None  # overlapping literals: the alternation of extract might pick another one
-    line = text.strip()[:MAX_EVENT_TEXT].rstrip()
     events: list[Event] = []
     seen = set()
     for _, literal in found:
@@ -145,6 +144,7 @@ def hot_events(piece: Piece, literals: set[int], source: str) -> list[Event] | N
             if match is None:
                 continue
             payloads = list(rule.build(match, text)) if rule.build else [None]
+            line = event_text(text, match.start()).strip()
             for payload in payloads:
                 events.append(Event(rule.signal, source, piece.lineno, piece.stamp, piece.proc, piece.level, line, payload))
             if payloads:

@@ -43,6 +43,22 @@ def _deadline_waited(match: re.Match[str], text: str) -> Iterable[Payload]:
     yield Timeout(call="server start-up", limit_s=_limit(_AFTER.search(match["rest"])), guard="platform")
 
 
+_CLIENT_TIMEOUT = _c(
+    r"(?:openai\.)?APITimeoutError|httpx\.(?:ReadTimeout|TimeoutException)|SocketTimeoutError: Timeout on reading"
+    r"|requests\.exceptions\.ReadTimeout|litellm\.(?:exceptions\.)?Timeout\b"
+)
+_READ_LIMIT = re.compile(r"\(read timeout=(?P<s>[\d.]+)\)")
+_SOMEONE_ELSES = re.compile(r"huggingface|hf\.co\b|hf-mirror|modelscope|vllm/multimodal|fetch_image|image_url")
+"""vLLM as the client: downloading a model, fetching a request's image."""
+
+
+def _client_timeout(match: re.Match[str], text: str) -> Iterable[Payload]:
+    if _SOMEONE_ELSES.search(text):
+        return
+    limit = _READ_LIMIT.search(text)
+    yield Timeout(call="request", limit_s=float(limit["s"]) if limit else None, guard="client")
+
+
 GUARDS: tuple[Rule, ...] = (
     # guards outside vLLM ---------------------------------------------------------------
     Rule(
@@ -127,6 +143,14 @@ GUARDS: tuple[Rule, ...] = (
         _c(r"Didn't receive health check response for replica [^\n]*? after (?P<s>[\d.]+)s"),
         lambda m, t: [Timeout(call="replica health check", limit_s=float(m["s"]), guard="ray-serve-health")],
     ),
+    # The client's own timeout, in a client's or harness's log: openai-python's APITimeoutError ("Request timed
+    # out.") and its DEBUG "Encountered httpx.TimeoutException", httpx's ReadTimeout, aiohttp's
+    # SocketTimeoutError ("Timeout on reading data from socket"), requests' ReadTimeout ("Read timed out.
+    # (read timeout=600)"), litellm's Timeout (tt-terminal-bench-litellm-read-timeout).  vLLM fetching a model
+    # or an image is a client too, of someone else: those are not this guard.
+    *(Rule(Signal.EXTERNAL_GUARD, literal, _CLIENT_TIMEOUT, _client_timeout) for literal in (
+        "APITimeoutError", "httpx.ReadTimeout", "httpx.TimeoutException", "SocketTimeoutError",
+        "exceptions.ReadTimeout", "litellm.Timeout", "litellm.exceptions.Timeout")),
     Rule(
         Signal.RENDEZVOUS_FAILED,
         "exceeds the total number of available GPUs",

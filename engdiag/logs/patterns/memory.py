@@ -200,9 +200,11 @@ MEMORY: tuple[Rule, ...] = (
         _memory(("sleep_freed", "f", "GiB"), ("sleep_still_in_use", "u", "GiB")),
     ),
     # torch's own OOM; its CUDA check's "CUDA error: out of memory", which ROCm builds print as "HIP error: out of
-    # memory" (hipGetErrorString's wording for hipErrorOutOfMemory, ROCm clr hip_error.cpp)
+    # memory" (hipGetErrorString's wording for hipErrorOutOfMemory, ROCm clr hip_error.cpp); vLLM's sleep-mode
+    # allocator (csrc/cumem_allocator.cpp CUDA_CHECK): "[vllm_allocator_adaptor_c] CUDA Error: out of memory at
+    # .../cumem_allocator.cpp:N", before 0.8 without the tag (rlhf-sleep-wakeup-cumem-oom: wake_up on a full GPU)
     Rule(Signal.CUDA_OOM, "out of memory",
-         _c(r"(?:CUDA|HIP) out of memory|(?:CUDA|HIP) (?:driver )?error: out of memory"), _oom),
+         _c(r"(?:CUDA|HIP) out of memory|(?:CUDA|HIP) (?:driver )?[Ee]rror: out of memory"), _oom),
     Rule(Signal.CUDA_OOM, "hipErrorOutOfMemory", _c(r"hipErrorOutOfMemory"), _oom),
     # the CPU back-end's pooler warm-up (0.34 v1/worker/cpu/pooling_runner.py): its memory is the host's
     Rule(Signal.CUDA_OOM, "Out of memory while warming up", _c(r"Out of memory while warming up the pooler"), _oom),

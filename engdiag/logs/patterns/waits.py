@@ -165,6 +165,17 @@ WAITS: tuple[Rule, ...] = (
         _c(r"(?:resource request|tasks?|actors?)[^\n]*cannot be scheduled right now"),
         _const(Rendezvous(what="placement")),
     ),
+    # Ray's autoscaler on a request no node type can ever hold (autoscaler/_private/resource_demand_scheduler.py:
+    # "Error: No available node types can fulfill resource request {...}. Add suitable node types to this cluster
+    # to resolve this issue.").  vLLM pins the driver's bundle to node:<VLLM_HOST_IP>; an IP Ray registered the
+    # node under differently can never be placed (ray-placement-group-host-ip-not-in-cluster; vLLM's
+    # docs/serving/distributed_troubleshooting.md names the same cause).
+    Rule(
+        Signal.RENDEZVOUS_FAILED,
+        "No available node types can fulfill resource request",
+        _c(r"No available node types can fulfill resource requests?"),
+        _const(Rendezvous(what="placement")),
+    ),
     Rule(
         Signal.RENDEZVOUS_FAILED,
         "Cannot provide a placement group",
