@@ -237,3 +237,14 @@ def test_a_bracketed_utc_stamp_before_a_vllm_record_is_the_wrappers_clock():
     assert piece.shape is Shape.VLLM and piece.proc.name == "VllmWorker rank=0" and piece.proc.pid == 10229
     assert piece.stamp == Stamp(5, 20, 5 * 3600 + 24 * 60 + 28)  # one clock wins: the wrapper's
     assert piece.msg == "RuntimeError: CUDA error"
+
+
+def test_python_loggings_asctime_before_the_level_is_the_lines_time():
+    # Ray's driver and autoscaler log through Python's logging with its default asctime
+    piece = one("2023-03-03 05:15:30,774\tWARNING worker.py:1866 -- The node with node id: 94 has been marked dead")
+    assert piece.stamp == Stamp(3, 3, 5 * 3600 + 15 * 60 + 30) and piece.stamp.calendar == 2023
+    assert piece.level == "WARNING" and piece.msg.startswith("worker.py:1866 -- The node")
+
+
+def test_a_date_without_milliseconds_or_level_is_not_taken_for_asctime():
+    assert one("2023-03-03 05:15:30 the run started").stamp is None

@@ -1439,3 +1439,17 @@ def test_a_fault_quoted_deep_in_a_long_line_keeps_the_words_before_it(tmp_path):
     assert verdict.kind.value == "fragmented"
     assert "Call to wake_up method failed" in verdict.evidence[0].text and verdict.evidence[0].text.startswith("…")
     assert "CUDA Error: out of memory" in verdict.headline
+
+
+_NODE_DEAD = ("2023-03-03 05:15:30,774 WARNING worker.py:1866 -- The node with node id: 9426f445 and address: "
+              "10.130.0.113 and node name: 10.130.0.113 has been marked dead because the detector has missed too "
+              "many heartbeats from it.\n")
+
+
+def test_a_ray_node_marked_dead_is_a_crash_that_names_the_node(tmp_path):
+    verdict = _verdict(tmp_path, _NODE_DEAD)
+    assert verdict.kind.value == "crashed" and "node 10.130.0.113" in verdict.headline
+    assert "raylet.out" in verdict.undecided
+    worker = _verdict(tmp_path, "ray.exceptions.WorkerCrashedError: The worker died unexpectedly while executing this "
+                                "task. Check python-core-worker-*.log files for more information.\n")
+    assert worker.kind.value == "crashed" and "Ray lost" not in worker.headline

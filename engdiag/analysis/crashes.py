@@ -118,6 +118,18 @@ def other_fatal(facts: Facts) -> Verdict | None:
         draft.undecided = "the traceback's last line (the exception's name), in the full log"
         return draft.done()
     headline = "crashed: the engine died with " + (exception[:160] if exception else "an error (no timeout, no OOM)")
+    node = getattr(root.data, "name", None) or ""
+    if root.signal is Signal.WORKER_DIED and node.startswith("Ray node") and not exception:
+        # Ray's GCS marks a node dead when its raylet stops answering: crashed, OOM-killed, preempted — or too
+        # busy to answer, which the node's own logs tell apart
+        draft = Draft(facts, Kind.CRASHED, 0.6, f"crashed: Ray lost {node.removeprefix('Ray ')} (its raylet stopped answering "
+                      "heartbeats) — every worker on it is gone, and the ranks elsewhere cannot go on")
+        draft.cite(root, Role.ROOT_CAUSE, "a whole node gone: crashed, OOM-killed or preempted")
+        draft.undecided = "that node's raylet.out and `dmesg -T` (an OOM kill or a reboot), or the cloud's preemption notice"
+        draft.step("read why the node went: its Ray logs and kernel log",
+                   "tail -n 50 /tmp/ray/session_latest/logs/raylet.out; sudo dmesg -T | grep -i -e oom -e killed")
+        draft.step("see which nodes Ray still has", "ray status")
+        return draft.cite_consequences(root).done()
     if root.signal is Signal.NCCL_ABORT and not exception:
         headline = "crashed: the NCCL watchdog tore the engine process down after a GPU error (no collective timed out)"
     draft = Draft(facts, Kind.CRASHED, 0.65 if exception else 0.55, headline)

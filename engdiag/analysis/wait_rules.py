@@ -30,7 +30,6 @@ from engdiag.analysis.verdict import Kind, Role, Verdict
 from engdiag.logs.events import Event, NcclWork, Peer, Rendezvous, Signal, Timeout
 from engdiag.logs.patterns.waits import ASCEND_TASK, MOONCAKE, STORE_LOST, TT_METAL
 
-
 _NODE_PIN = re.compile(r"'node:(?P<ip>[0-9a-fA-F.:]+)'")
 """A Ray resource request pinned to one node's IP (vLLM pins the driver's bundle to node:<VLLM_HOST_IP>)."""
 

@@ -23,6 +23,11 @@ _NS_EPOCH = re.compile(r"\d{19} +")
 """Ray Data's nanosecond epoch before a forwarded worker line."""
 _BRACKET_TS = re.compile(r"\[(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\] +")
 """``[2026-04-06 23:02:12] `` or ``[2025-03-13T08:00:58Z] `` before a line (launcher wrappers, ``ts``)."""
+_ASCTIME = re.compile(
+    r"(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)[,.]\d{3}\s+(?=(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\b)"
+)
+"""Python logging's default ``asctime`` before the level: Ray's driver and autoscaler
+(``2025-03-03 22:56:06,173\tINFO worker.py:1636 -- ...``), harnesses that log around vLLM."""
 _PLATFORM = re.compile(
     r"(?P<mon>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) (?P<d>\d\d) +"
     r"(?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:\.\d+)? +\\?\| ?"
@@ -291,7 +296,8 @@ def pieces(line: str, lineno: int) -> list[Piece]:
 
 
 def _outer_prefix(text: str) -> tuple[str, Stamp | None]:
-    """Strip a wrapper's time prefix (Ray Data epoch, ``[YYYY-MM-DD HH:MM:SS]``, a platform console).
+    """Strip a wrapper's time prefix (Ray Data epoch, ``[YYYY-MM-DD HH:MM:SS]``, Python logging's asctime, a
+    platform console).
 
     A markdown quote (``> `` from a reply that quotes a log) is stripped first.
     """
@@ -299,7 +305,8 @@ def _outer_prefix(text: str) -> tuple[str, Stamp | None]:
         text = text[match.end() :]
     if text[:1].isdigit() and (match := _NS_EPOCH.match(text)) is not None:
         return text[match.end() :], None
-    if text[:2] == "[2" and (match := _BRACKET_TS.match(text)) is not None:
+    if text[:2] == "[2" and (match := _BRACKET_TS.match(text)) is not None or \
+            text[:1] == "2" and (match := _ASCTIME.match(text)) is not None:
         year, *rest = (int(g) for g in match.groups())
         return text[match.end() :], make_stamp(*rest, calendar=year)
     if text[:3] in _MONTHS and (match := _PLATFORM.match(text) or _SYSLOG.match(text)) is not None:

@@ -207,6 +207,22 @@ STALLS_TIMEOUTS_FATALS: tuple[Rule, ...] = (
         _c(r"The actor died unexpectedly before finishing this task"),
         _const(Failure(name="Ray actor")),
     ),
+    # Ray's own reports of a process or a whole node gone (ray/exceptions.py WorkerCrashedError; the GCS node
+    # manager's "The node with node id: X and address: IP and node name: N has been marked dead because the
+    # detector has missed too many heartbeats from it", a raylet that crashed, was OOM-killed or was preempted):
+    # every worker on it is gone, and the ranks elsewhere wait on them
+    Rule(
+        Signal.WORKER_DIED,
+        "The worker died unexpectedly while executing",
+        _c(r"The worker died unexpectedly while executing this task"),
+        _const(Failure(name="Ray worker")),
+    ),
+    Rule(
+        Signal.WORKER_DIED,
+        "has been marked dead because the detector",
+        _c(r"The node with node id:? \w+(?: and address: (?P<ip>\S+))?[^\n]*? has been marked dead because the detector"),
+        lambda m, t: [Failure(name=f"Ray node {m['ip']}" if m["ip"] else "Ray node")],
+    ),
     Rule(
         Signal.WORKER_DIED,
         "node running low on memory",
