@@ -1453,3 +1453,22 @@ def test_a_ray_node_marked_dead_is_a_crash_that_names_the_node(tmp_path):
     worker = _verdict(tmp_path, "ray.exceptions.WorkerCrashedError: The worker died unexpectedly while executing this "
                                 "task. Check python-core-worker-*.log files for more information.\n")
     assert worker.kind.value == "crashed" and "Ray lost" not in worker.headline
+
+
+_DUMP_SIGNAL = ("[rank6]:[E703 21:51:54.112142364 ProcessGroupNCCL.cpp:1987] [PG ID 0 PG GUID 0(default_pg) Rank 6] "
+                "Received a dump signal due to a collective timeout from  rank 7 and we will try our best to dump the "
+                "debug info. Last enqueued NCCL work: 56116, last completed NCCL work: 56116.This is most likely "
+                "caused by incorrect usages of collectives\n")
+
+
+def test_another_ranks_collective_timeout_is_a_deadlock_that_names_that_rank(tmp_path):
+    verdict = _verdict(tmp_path, _DUMP_SIGNAL)
+    assert verdict.kind.value == "deadlocked" and "an NCCL collective never completed" in verdict.headline
+
+
+def test_the_dump_signal_after_a_device_fault_is_its_consequence(tmp_path):
+    fault = ("[rank7]:[E703 21:41:54.000000000 ProcessGroupNCCL.cpp:1595] [PG ID 0 PG GUID 0(default_pg) Rank 7] "
+             "Process group watchdog thread terminated with exception: CUDA error: an illegal memory access was "
+             "encountered\n")
+    verdict = _verdict(tmp_path, fault + _DUMP_SIGNAL)
+    assert verdict.kind.value == "crashed" and "illegal memory access" in verdict.headline

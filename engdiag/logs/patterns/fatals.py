@@ -295,6 +295,20 @@ STALLS_TIMEOUTS_FATALS: tuple[Rule, ...] = (
         ),
         lambda m, t: [NcclWork(_i(m["rank"]), seq=int(m["at"]), last_enqueued=int(m["enq"]), last_completed=int(m["done"]))],
     ),
+    # ProcessGroupNCCL's heartbeat monitor on each rank once a collective timed out somewhere in the group
+    # (getNCCLWatchdogTimeoutErrorMsg, torch 2.4+): "[PG ID 0 PG GUID 0(default_pg) Rank 6] Received a dump signal
+    # due to a collective timeout from  rank 7 and we will try our best to dump the debug info. Last enqueued NCCL
+    # work: 56116, last completed NCCL work: 56116." — on a rank that did not time out itself it is the only trace
+    # of the group's stuck collective
+    Rule(
+        Signal.NCCL_WATCHDOG_TIMEOUT,
+        "Received a dump signal due to a collective timeout",
+        _c(r"(?:\[(?:PG [^\]]*?)?Rank (?P<rank>\d+)\] )?Received a dump signal due to a collective timeout from\s+"
+           r"(?:this local rank|rank (?P<from>\d+))[^\n]*?Last enqueued NCCL work: (?P<enq>\d+), last completed NCCL "
+           r"work: (?P<done>-?\d+)"),
+        lambda m, t: [NcclWork(_i(m["from"]) if m["from"] else _i(m["rank"]), last_enqueued=int(m["enq"]),
+                               last_completed=int(m["done"]))],
+    ),
     Rule(Signal.NCCL_ABORT, "Some NCCL operations have failed", _c(r"Some NCCL operations have failed or timed out")),
     Rule(Signal.NCCL_ABORT, "watchdog thread terminated", _c(r"watchdog thread terminated with exception")),
     Rule(Signal.NCCL_ABORT, "ncclCommWatchdog", _c(r"Exception raised from ncclCommWatchdog")),
