@@ -1472,3 +1472,57 @@ def test_the_dump_signal_after_a_device_fault_is_its_consequence(tmp_path):
              "encountered\n")
     verdict = _verdict(tmp_path, fault + _DUMP_SIGNAL)
     assert verdict.kind.value == "crashed" and "illegal memory access" in verdict.headline
+
+
+def test_a_watchdog_work_rewrapped_inside_its_parentheses_is_one_record():
+    head = pieces("WorkNCCL(SeqNum=115, OpType=ALLREDUCE, NumelIn=71680, NumelOut=71680,", 2)[0]
+    tail = pieces("Timeout(ms)=600000) ran for 600035 milliseconds before timing out.", 3)[0]
+    assert joins(head, tail) is Join.WRAP
+    closed = pieces("WorkNCCL(SeqNum=115, OpType=ALLREDUCE),", 2)[0]
+    assert joins(closed, tail) is None
+
+
+def test_the_wrapped_watchdog_reads_as_the_stuck_collective(tmp_path):
+    verdict = _verdict(tmp_path, "[Rank 1] Watchdog caught collective operation timeout:\n"
+                                 "WorkNCCL(SeqNum=115, OpType=ALLREDUCE, NumelIn=71680, NumelOut=71680,\n"
+                                 "Timeout(ms)=600000) ran for 600035 milliseconds before timing out.\n"
+                                 "RuntimeError: DiffusionExecutor is closed.\n")
+    assert verdict.kind.value == "deadlocked" and "ALLREDUCE #115" in verdict.headline
+
+
+def test_a_tqdm_bar_drawn_without_its_bar_is_still_weight_loading(tmp_path):
+    glued = ("Loading safetensors checkpoint shards:  67% 2/3 [02:41<01:19, 79.54s/it](APIServer pid=7958) DEBUG "
+             "08-11 12:38:36 [utils.py:750] Waiting for 1 local, 0 remote core engine proc(s) to start.")
+    bar, record = pieces(glued, 1)
+    assert bar.msg.endswith("79.54s/it]") and record.proc is not None and record.proc.pid == 7958
+    assert len(pieces("Loading: 50% done, 2/3 left", 1)) == 1
+
+
+_ALLOC_WARN = ("[rank3]:[W804 15:02:21.946490582 CUDACachingAllocator.cpp:3933] memory allocation failed with OOM on "
+               "device 3 while trying to allocate 26229080064 bytes (free: 16487546880, total: 191503007744).\n")
+
+
+def test_the_caching_allocators_oom_warning_is_the_oom_with_its_figures(tmp_path):
+    verdict = _verdict(tmp_path, _ALLOC_WARN)
+    assert verdict.kind.value == "fragmented" and "24.43 GiB" in verdict.headline and "15.36 GiB free" in verdict.headline
+
+
+def test_an_oom_the_server_got_past_did_not_kill_it(tmp_path):
+    served = (_STATS.format(s="10", tok="25.3") + _STATS.format(s="20", tok="24.9"))
+    caught = _ALLOC_WARN.replace("W804 15:02:21", "W512 00:40:05")  # an autotuner tried a smaller config
+    assert _verdict(tmp_path, caught + served).kind.value == "healthy"
+    died = (served + _ALLOC_WARN.replace("W804 15:02:21", "W512 00:40:25")
+            + "ERROR 05-12 00:40:30 [core.py:900] EngineCore encountered a fatal error.\n")
+    assert _verdict(tmp_path, died).kind.value == "fragmented"
+
+
+def test_only_the_api_servers_engine_dead_error_names_no_cause(tmp_path):
+    verdict = _verdict(tmp_path, "(APIServer pid=2406) ERROR 04-14 23:32:27 [serving_chat.py:1343] "
+                                 "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack "
+                                 "trace (above) for the root cause.\n")
+    assert verdict.kind.value == "unknown" and "EngineCore encountered a fatal error" in verdict.undecided
+    named = _verdict(tmp_path, "ERROR 04-14 23:32:20 [core.py:700] EngineCore encountered a fatal error.\n"
+                               "ERROR 04-14 23:32:20 [core.py:700] RuntimeError: CUDA error: an illegal memory access "
+                               "was encountered\n"
+                               "(APIServer pid=2406) ERROR 04-14 23:32:27 [serving_chat.py:1343] EngineDeadError\n")
+    assert named.kind.value == "crashed"

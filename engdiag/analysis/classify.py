@@ -54,7 +54,7 @@ _HARD = (
 
 def root_fault(facts: Facts) -> Verdict | None:
     """The first hard fault in time decides; the family it belongs to explains it."""
-    faults = facts.t.of(*_HARD)
+    faults = [e for e in facts.t.of(*_HARD) if e.signal is not Signal.CUDA_OOM or not memory.survived(facts, e)]
     killed = crashes.killed_worker(facts)
     if killed is not None:
         faults = sorted([*faults, killed], key=facts.at)

@@ -117,6 +117,17 @@ def other_fatal(facts: Facts) -> Verdict | None:
         draft.cite(root, Role.CONSEQUENCE)
         draft.undecided = "the traceback's last line (the exception's name), in the full log"
         return draft.done()
+    if exception is None and all(e.signal is Signal.ENGINE_DEAD for e in fatal):
+        # only the API server's word that the engine died (EngineDeadError, "Engine loop is not running"): the
+        # engine core's own error, which names the cause, is not here, and an OOM, a CUDA error and a step
+        # timeout all end this way (llm-scaler-glm47-flash-enginedead-mem9996: the maintainer suspected memory)
+        draft = Draft(facts, Kind.UNKNOWN, 0.3, "unknown: the API server saw the engine die, and the engine core's "
+                      "own error is not in this log — running out of memory, a CUDA error or a step timeout all end "
+                      "this way")
+        draft.cite(root, Role.ROOT_CAUSE, "a consequence: the engine had already died")
+        draft.undecided = ("the engine core's lines before this (its 'EngineCore encountered a fatal error' traceback "
+                           "and the exception that ends it)")
+        return draft.done()
     headline = "crashed: the engine died with " + (exception[:160] if exception else "an error (no timeout, no OOM)")
     node = getattr(root.data, "name", None) or ""
     if root.signal is Signal.WORKER_DIED and node.startswith("Ray node") and not exception:

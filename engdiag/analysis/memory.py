@@ -22,6 +22,7 @@ from itertools import pairwise
 
 from engdiag.analysis.draft import Draft
 from engdiag.analysis.facts import KV_HIGH_PCT, Facts
+from engdiag.analysis.signal_kinds import is_progress
 from engdiag.analysis.verdict import Kind, MemoryKind, Role, Verdict
 from engdiag.logs.events import CudaOom, Event, Failure, Memory, Preemption, Signal
 from engdiag.logs.patterns import ALLOCATING, FORWARD
@@ -50,6 +51,21 @@ def _numbers(facts: Facts, root: Event) -> CudaOom:
             numbers = replace(numbers, **{f.name: getattr(more, f.name) for f in fields(numbers)
                                           if getattr(numbers, f.name) is None and getattr(more, f.name) is not None})
     return numbers
+
+
+_FATAL_AFTER = frozenset({Signal.CUDA_OOM, Signal.CUDA_ERROR, Signal.FATAL_SIGNAL, Signal.ENGINE_FATAL,
+                          Signal.ENGINE_DEAD, Signal.WORKER_DIED, Signal.WORKER_EXCEPTION, Signal.NCCL_WATCHDOG_TIMEOUT})
+
+
+def survived(facts: Facts, root: Event) -> bool:
+    """An OOM the process got past: the server became ready, or generated tokens, after it, and nothing fatal
+    followed.  A caller that catches the OutOfMemoryError and tries something smaller (FlashInfer's
+    autotuner: "[AutoTuner] memory allocation failed with OOM on device 0 …" during graph capture, then the
+    server serving) was not killed by it."""
+    later = facts.after(root)
+    back = next((i for i, e in enumerate(later)
+                 if e.signal is Signal.SERVER_READY or (e.signal is Signal.STATS and is_progress(e))), None)
+    return back is not None and not any(e.signal in _FATAL_AFTER for e in later[back:])
 
 
 def oom(facts: Facts, root: Event) -> Verdict:

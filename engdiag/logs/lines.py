@@ -68,10 +68,11 @@ _NCCL = re.compile(
     r"(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] (?:[\w/.-]+:\d+ )?NCCL (?P<lvl>[A-Z]+) "
 )
 _BAR = re.compile(
-    r"\s*(?:\[\w+\]: )?(?P<bar>[A-Za-z](?:[^:|\n]|::){0,120}):\s*(?P<pct>\d{1,3})%(?: Completed)?\s*\|"
-    r"(?:(?:[^|]*\|)?\s*(?P<done>\d+)/(?P<total>\d+|\?)|\s*$)"
+    r"\s*(?:\[\w+\]: )?(?P<bar>[A-Za-z](?:[^:|\n]|::){0,120}):\s*(?P<pct>\d{1,3})%(?: Completed)?\s*"
+    r"(?:(?:\|(?:[^|]*\|)?\s*|(?=\d+/(?:\d+|\?) \[))(?P<done>\d+)/(?P<total>\d+|\?)|\|\s*$)"
 )
-"""A tqdm bar; one cut right after its first ``|`` (a paste's last line) still names its activity."""
+"""A tqdm bar; one cut right after its first ``|`` (a paste's last line) still names its activity; one drawn
+without its bar (``67% 2/3 [02:41<01:19, 79.54s/it]``: a CI log's rendering) needs its timing block."""
 _RECORD_START = re.compile(
     r"(?:\([A-Za-z_][\w .=-]{0,60}? pid=\d+(?:, ip=[^)\s]*)?\)\s?)?"
     r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d"
@@ -240,7 +241,7 @@ def _split_glued(text: str) -> list[str]:
     process (hami-libvgpu-tp2-nccl-init-stall-fused-line-waiting-engine: ``... NCCL INFO Channel 01/0 :
     (APIServer pid=1) DEBUG 08-09 ...``): a process tag, a level and a time start a record.
     """
-    if "|" in text and ("it/s" in text or "s/it" in text):
+    if "it/s" in text or "s/it" in text:
         match = _RECORD_START.search(text, 1)
         if match is not None and _BAR.match(text[: match.start()]) is not None:
             return [text[: match.start()], text[match.start() :]]

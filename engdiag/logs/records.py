@@ -93,7 +93,16 @@ def joins(prev: Piece, cur: Piece) -> Join | None:
         return Join.WRAP
     if tracebackish(cur.msg):
         return Join.TRACEBACK
-    return Join.WRAP if _hard_wrapped(prev, cur) else None
+    return Join.WRAP if _hard_wrapped(prev, cur) or _open_call(prev, cur) else None
+
+
+def _open_call(prev: Piece, cur: Piece) -> bool:
+    """A line left inside an open parenthesis after a comma goes on in the next, however short it is
+    (omni-bagel-vae-patch-parallel-allreduce-timeout: ``WorkNCCL(SeqNum=115, …, NumelOut=71680,`` |
+    ``Timeout(ms)=600000) ran for 600035 milliseconds before timing out.``, re-wrapped by the reporter)."""
+    msg = prev.msg.rstrip()
+    return (cur.shape is Shape.BARE and cur.proc is None and msg.endswith(",")
+            and msg.count("(") > msg.count(")") and not _DATED.match(cur.msg))
 
 
 def rejoined(cut: Piece, tail: Piece) -> Piece:

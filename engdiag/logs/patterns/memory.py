@@ -80,6 +80,10 @@ def _bank_oom(text: str) -> CudaOom:
     )
 
 
+def _int(text: str | None) -> int | None:
+    return int(text) if text is not None else None
+
+
 def _oom(match: re.Match[str], text: str) -> Iterable[Payload]:
     line_end = text.find("\n", match.start())
     line = text[match.start() : line_end if line_end != -1 else None]
@@ -206,6 +210,14 @@ MEMORY: tuple[Rule, ...] = (
     Rule(Signal.CUDA_OOM, "out of memory",
          _c(r"(?:CUDA|HIP) out of memory|(?:CUDA|HIP) (?:driver )?[Ee]rror: out of memory"), _oom),
     Rule(Signal.CUDA_OOM, "hipErrorOutOfMemory", _c(r"hipErrorOutOfMemory"), _oom),
+    # PyTorch's caching allocator warning as an allocation fails for want of device memory (torch 2.9+:
+    # "[W804 …  CUDACachingAllocator.cpp:3933] memory allocation failed with OOM on device 3 while trying to
+    # allocate 26229080064 bytes (free: 16487546880, total: 191503007744).", lm-eval-pcp-b200-glm52-oom-26gb);
+    # the OutOfMemoryError follows unless the caller catches it (an autotuner trying a smaller config)
+    Rule(Signal.CUDA_OOM, "memory allocation failed with OOM on device",
+         _c(r"memory allocation failed with OOM on device (?P<dev>\d+) while trying to allocate (?P<b>\d+) bytes"
+            r"(?: \(free: (?P<f>\d+), total: (?P<t>\d+)\))?"),
+         lambda m, t: [CudaOom(tried=int(m["b"]), free=_int(m["f"]), total=_int(m["t"]), device=int(m["dev"]))]),
     # the CPU back-end's pooler warm-up (0.34 v1/worker/cpu/pooling_runner.py): its memory is the host's
     Rule(Signal.CUDA_OOM, "Out of memory while warming up", _c(r"Out of memory while warming up the pooler"), _oom),
     # Intel GPUs: the Unified Runtime's and Level Zero's out-of-device-memory results, as SYCL / IPEX report them
