@@ -44,6 +44,22 @@ def test_one_worker_waiting_on_its_busy_gpu_is_slow_and_says_what_would_decide()
     assert verdict.undecided and "--native 100" in verdict.undecided
 
 
+def test_a_gpu_slowed_by_the_captures_own_pauses_still_counts_as_working():
+    # a native capture pauses the process ~0.3 s a sample, so it queues fewer kernels: 80 % on a real H200
+    assert judge([_process(100)], _gpus(80, [100]), SnapshotOptions(native=True)).kind is Kind.SLOW
+
+
+def test_stripped_library_addresses_are_not_what_the_evidence_shows():
+    hexes = tuple(Frame(f"0x7fe73a1b94{i}e", "/usr/lib/libcuda.so.580", 0, native=True) for i in range(3))
+    named = (Frame("cuCtxSynchronize_v2", "/usr/lib/libcuda.so.580", 0, native=True), *SYNC)
+    thread = ThreadReport(1, 100, "MainThread", Category.CUDA_SYNC, Motion.STUCK, True, False, hexes + named,
+                          reason="CUDA synchronisation")
+    info = ProcessInfo(100, 1, "python3", ("python3",), "S", None, True)
+    verdict = judge([ProcessReport(info, Role.WORKER, Ranks(), threads=(thread,), samples=3)], _gpus(99, [100]),
+                    SnapshotOptions(native=True))
+    assert verdict.evidence[0].text.startswith("MainThread: cuCtxSynchronize_v2") and "0x" not in verdict.evidence[0].text
+
+
 def test_the_same_wait_on_an_idle_gpu_is_a_deadlock():
     assert judge([_process(100)], _gpus(3, [100]), SnapshotOptions()).kind is Kind.DEADLOCKED
 

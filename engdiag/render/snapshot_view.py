@@ -9,7 +9,7 @@ from rich.tree import Tree
 
 from engdiag.render.human import clip, evidence_table, heading, reasons, steps, verdict_line
 from engdiag.snapshot.capture import Snapshot
-from engdiag.snapshot.model import IDLE_POLLING, Motion, NvmlState, ProcessReport, ThreadReport
+from engdiag.snapshot.model import IDLE_POLLING, Motion, NvmlState, ProcessReport, ThreadReport, named_frames
 from engdiag.snapshot.waitfor import Picture, pictures
 from engdiag.units import format_bytes, plural
 
@@ -26,7 +26,7 @@ def _thread_line(thread: ThreadReport) -> Text:
         text.append(" [GIL]", style="dim")
     if thread.progress:
         text.append(f"  ({thread.progress})", style="green")
-    for index, frame in enumerate(thread.frames[:3]):
+    for index, frame in enumerate(named_frames(thread.frames)):
         text.append(f"\n    {frame.where}", style="dim" if thread.category in IDLE_POLLING else "")
         if frame.code and index == 0:
             text.append(f"  │ {clip(frame.code, 70)}", style="italic dim")

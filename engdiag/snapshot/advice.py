@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from engdiag.analysis.verdict import Evidence, Kind, Step
 from engdiag.analysis.verdict import Role as EvidenceRole
-from engdiag.snapshot.model import NvmlState, ProcessReport, SnapshotOptions, ThreadReport
+from engdiag.snapshot.model import NvmlState, ProcessReport, SnapshotOptions, ThreadReport, named_frames
 
 
 def where(process: ProcessReport) -> str:
@@ -16,7 +16,7 @@ def where(process: ProcessReport) -> str:
 
 def evidence(process: ProcessReport, thread: ThreadReport, role: EvidenceRole, note: str = "") -> Evidence:
     """One thread as evidence: where it is (its three innermost frames) and what it is to the verdict."""
-    top = " ← ".join(frame.where for frame in thread.frames[:3]) or "no Python frames"
+    top = " ← ".join(frame.where for frame in named_frames(thread.frames)) or "no Python frames"
     name = thread.name or f"thread {thread.thread_id}"
     return Evidence(
         source=where(process),
@@ -58,10 +58,11 @@ def steps(kind: Kind, processes: list[ProcessReport], options: SnapshotOptions, 
     return tuple(steps)
 
 
-def busy_gpus(nvml: NvmlState) -> list[int]:
-    """GPUs at ≥ 90 % utilisation: kernels running (or spinning)."""
+def busy_gpus(nvml: NvmlState, at_least: int = 90) -> list[int]:
+    """GPUs at ≥ ``at_least`` % utilisation: kernels running (or spinning)."""
     return [
         gpu.fields.get("index", -1)
         for gpu in nvml.gpus
-        if isinstance(gpu.fields.get("utilization_pct"), dict) and gpu.fields["utilization_pct"].get("gpu", 0) >= 90
+        if isinstance(gpu.fields.get("utilization_pct"), dict)
+        and gpu.fields["utilization_pct"].get("gpu", 0) >= at_least
     ]

@@ -72,6 +72,14 @@ class Frame:
         return f"{self.name} ({place}:{self.line})" if self.line else f"{self.name} ({place})"
 
 
+def named_frames(frames: tuple[Frame, ...], count: int = 3) -> tuple[Frame, ...]:
+    """The innermost ``count`` frames worth showing a person: a stripped library's bare addresses (libcuda's
+    ``0x7fe73a1b946e``, the innermost dozen frames of a CUDA sync with ``--native``) are skipped while a named
+    frame follows them."""
+    named = tuple(f for f in frames if not (f.native and f.name.startswith("0x")))
+    return (named or frames)[:count]
+
+
 @dataclass(frozen=True, slots=True)
 class ThreadSample:
     """One thread in one py-spy dump."""
