@@ -248,3 +248,7 @@ def test_python_loggings_asctime_before_the_level_is_the_lines_time():
 
 def test_a_date_without_milliseconds_or_level_is_not_taken_for_asctime():
     assert one("2023-03-03 05:15:30 the run started").stamp is None
+
+
+def test_another_programs_asctime_is_not_rays():
+    assert one("2026-12-02 10:00:02,123 INFO django.request GET /api/items 200").stamp is None

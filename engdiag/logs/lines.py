@@ -24,10 +24,12 @@ _NS_EPOCH = re.compile(r"\d{19} +")
 _BRACKET_TS = re.compile(r"\[(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\] +")
 """``[2026-04-06 23:02:12] `` or ``[2025-03-13T08:00:58Z] `` before a line (launcher wrappers, ``ts``)."""
 _ASCTIME = re.compile(
-    r"(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)[,.]\d{3}\s+(?=(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\b)"
+    r"(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)[,.]\d{3}\s+"
+    r"(?=(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) [\w.-]+\.py:\d+ -- )"
 )
-"""Python logging's default ``asctime`` before the level: Ray's driver and autoscaler
-(``2025-03-03 22:56:06,173\tINFO worker.py:1636 -- ...``), harnesses that log around vLLM."""
+"""Ray's logging format, Python's ``asctime`` then ``LEVEL file.py:N -- `` (``2025-03-03 22:56:06,173\tINFO
+worker.py:1636 -- ...``: its driver, GCS and autoscaler).  Only that shape: any Python program's asctime would
+make another program's log look like a vLLM one."""
 _PLATFORM = re.compile(
     r"(?P<mon>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) (?P<d>\d\d) +"
     r"(?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:\.\d+)? +\\?\| ?"
