@@ -1437,7 +1437,8 @@ def test_a_fault_quoted_deep_in_a_long_line_keeps_the_words_before_it(tmp_path):
                   + 'responseBody={"message":"Call to wake_up method failed: CUDA Error: out of memory at <path>:163"}\n')
     verdict = _verdict(tmp_path, controller)
     assert verdict.kind.value == "fragmented"
-    assert "Call to wake_up method failed" in verdict.evidence[0].text and verdict.evidence[0].text.startswith("…")
+    text = verdict.evidence[0].text
+    assert text.startswith("I0902 00:55:35") and " … " in text and "Call to wake_up method failed" in text
     assert "CUDA Error: out of memory" in verdict.headline
 
 

@@ -41,7 +41,7 @@ def _literals(text: str) -> list[str]:
 
 def event_text(text: str, position: int) -> str:
     """The line holding ``position``, cut to ``MAX_EVENT_TEXT`` around it: a match deep in a long line (a
-    controller's line quoting the server's answer) keeps the words before it, not only the line's start."""
+    controller's line quoting the server's answer) keeps the line's start and the words before the match."""
     start = text.rfind("\n", 0, position) + 1
     end = text.find("\n", position)
     line = text[start : end if end != -1 else len(text)]
@@ -49,9 +49,14 @@ def event_text(text: str, position: int) -> str:
     if column + _AFTER_MATCH <= MAX_EVENT_TEXT:
         return line[:MAX_EVENT_TEXT]
     cut = line.rfind(" ", 0, column - _BEFORE_MATCH) + 1
-    return "…" + line[cut : cut + MAX_EVENT_TEXT - 1]
+    word_end = _WORD_END.search(line, _HEAD, _HEAD + 30)
+    head = line[: word_end.end() if word_end else _HEAD].rstrip()
+    return f"{head} … {line[cut : cut + MAX_EVENT_TEXT - len(head) - 3]}"
 
 
+_HEAD = 60
+_WORD_END = re.compile(r"[\s(\[{,:]")
+"""Characters of the line's start kept before a cut: what the line is (``SchedulerOutput(``, a controller's call)."""
 _AFTER_MATCH = 160
 """Characters after a match that the evidence keeps at least."""
 _BEFORE_MATCH = 80
