@@ -198,30 +198,41 @@ static int collect_requests(Hits *rec, Hits *add, const char *data, const char *
     return 0;
 }
 
-static int collect_byte(Hits *h, const char *data, const char *e, char c) {
-    for (const char *p = data; p < e && (p = memchr(p, c, (size_t)(e - p))) != NULL; p++)
-        if (push(&h->at, &p) < 0) return -1;
-    return 0;
+enum { H_REC, H_PTI, H_ADD, H_N };
+
+/* A colour code (\[[0-9;]*[0-9]m) or Ray's "[repeated " at the '[' at p (e: the line's end)? */
+static int unclean_bracket(const char *p, const char *e) {
+    const char *r = p + 1;
+    while (r < e && (is_digit(*r) || *r == ';')) r++;
+    return (r < e && *r == 'm' && r > p + 1 && is_digit(r[-1])) || ((size_t)(e - p) >= 10 && memcmp(p, "[repeated ", 10) == 0);
 }
 
-/* '[' that starts a colour code (\[[0-9;]*[0-9]m) or Ray's "[repeated ". */
-static int collect_brackets(Hits *h, const char *data, const char *e) {
-    for (const char *p = data; p < e && (p = memchr(p, '[', (size_t)(e - p))) != NULL; p++) {
-        const char *r = p + 1;
-        while (r < e && (is_digit(*r) || *r == ';')) r++;
-        int colour = r < e && *r == 'm' && r > p + 1 && is_digit(r[-1]);
-        if ((colour || ((size_t)(e - p) >= 10 && memcmp(p, "[repeated ", 10) == 0)) && push(&h->at, &p) < 0) return -1;
+/* No byte or sequence that cleaning would act on in [p, e) (part of one line): CR, '|', ESC, colour codes,
+ * "[repeated ", " NCCL " (found by its 'L').  Only the lines that hold a request literal are asked, so this is
+ * a walk over each such line's message, sixteen bytes at a time, not a search over the window per cue (the '['
+ * of every line's "[file:N]" made that a memchr call or two per line). */
+static int clean_rest(const char *p, const char *e) {
+    const v16 cr = SPLAT('\r'), bar = SPLAT('|'), esc = SPLAT('\x1b'), open = SPLAT('['), ell = SPLAT('L');
+    const char *q = p;
+    for (;;) {
+        for (; q + 16 <= e; q += 16) {
+            v16 x;
+            memcpy(&x, q, 16);
+            v16 hit = (v16)((x == cr) | (x == bar) | (x == esc) | (x == open) | (x == ell));
+            uint64_t lo, hi;
+            memcpy(&lo, &hit, 8);
+            memcpy(&hi, (const char *)&hit + 8, 8);
+            if (lo | hi) break;
+        }
+        const char *stop = q + 16 <= e ? q + 16 : e;
+        for (; q < stop; q++) {
+            char c = *q;
+            if (c == '\r' || c == '|' || c == '\x1b') return 0;
+            if (c == '[' && unclean_bracket(q, e)) return 0;
+            if (c == 'L' && q - 4 >= p && q + 2 <= e && memcmp(q - 4, " NCCL ", 6) == 0) return 0;
+        }
+        if (q >= e) return 1;
     }
-    return 0;
-}
-
-enum { H_REC, H_PTI, H_ADD, H_CR, H_BAR, H_ESC, H_BRACKET, H_NCCL, H_N };
-
-/* No byte or sequence that cleaning would act on in [p, e): CR, '|', ESC, colour codes, "[repeated ", " NCCL ". */
-static int clean_rest(Hits *hits, const char *p, const char *e) {
-    for (int k = H_CR; k < H_N; k++)
-        if (count_in(&hits[k], p, e, NULL)) return 0;
-    return 1;
 }
 
 /* How many bytes of p[0:n] are ','; *quoted when one is ' or ".  Sixteen bytes at a time (the lists of
@@ -272,7 +283,7 @@ static int classify(Hits *hits, const char *s, const char *e, const char *next, 
     int nadd = count_in(&hits[H_ADD], s, e, &add);
     Header h;
     if (next == NULL || !header(s, e, &h) || h.access) return 0;
-    if (!clean_rest(hits, h.msg, e)) return 0;
+    if (!clean_rest(h.msg, e)) return 0;
     for (const char *q = s; q < h.msg; q++)
         if ((unsigned char)*q >= 0x80) return 0;
     const char *m = h.msg;
@@ -290,13 +301,13 @@ static int classify(Hits *hits, const char *s, const char *e, const char *next, 
         /* a quote in (token_list) or after the list: "prompt_token_ids: [" may be inside a user string */
         if (memchr(close, '\'', (size_t)(e - close)) || memchr(close, '"', (size_t)(e - close))) return 0;
         *tokens = size;
-        if (!safe_successor(next, next_end, &h, count_in(&hits[H_CR], next, next_end, NULL))) return 0;
+        if (!safe_successor(next, next_end, &h, memchr(next, '\r', (size_t)(next_end - next)) != NULL)) return 0;
         *month = h.month;
         return 1;
     }
     if (nadd == 1 && nrec == 0 && npti == 0 && add == m && e - m > (Py_ssize_t)ADD_N + 1 && m[ADD_N] == ' ' &&
         is_idchar(m[ADD_N + 1])) {
-        if (!safe_successor(next, next_end, &h, count_in(&hits[H_CR], next, next_end, NULL))) return 0;
+        if (!safe_successor(next, next_end, &h, memchr(next, '\r', (size_t)(next_end - next)) != NULL)) return 0;
         *tokens = 0;
         *month = h.month;
         return 2;
@@ -325,11 +336,8 @@ PyObject *hot_scan(PyObject *self, PyObject *arg) {
     PyObject *bad = PyList_New(0), *result = NULL;
     int months = 0;
     if (!bad) goto done;
-    /* telling bytes: the 'q' of "request", the 'k' of "token", the 'L' of " NCCL " (the 'N' is in every INFO) */
-    if (collect_requests(&hits[H_REC], &hits[H_ADD], data, end) < 0 || collect(&hits[H_PTI], data, end, PTI, PTI_N, 9) < 0 ||
-        collect_byte(&hits[H_CR], data, end, '\r') < 0 ||
-        collect_byte(&hits[H_BAR], data, end, '|') < 0 || collect_byte(&hits[H_ESC], data, end, '\x1b') < 0 ||
-        collect_brackets(&hits[H_BRACKET], data, end) < 0 || collect(&hits[H_NCCL], data, end, " NCCL ", 6, 4) < 0) {
+    /* telling bytes: the 'q' of "request", the 'k' of "token" */
+    if (collect_requests(&hits[H_REC], &hits[H_ADD], data, end) < 0 || collect(&hits[H_PTI], data, end, PTI, PTI_N, 9) < 0) {
         PyErr_NoMemory();
         goto done;
     }
