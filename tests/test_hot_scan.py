@@ -13,8 +13,8 @@ import io
 import mmap
 import os
 import subprocess
-from array import array
 import sys
+from array import array
 from collections import Counter
 from datetime import datetime
 
@@ -24,10 +24,9 @@ from hypothesis import strategies as st
 
 from engdiag import synth
 from engdiag.analysis.timeline import TimelineBuilder
-from engdiag.logs import bulk
+from engdiag.logs import blocks, bulk, inputs
 from engdiag.logs.engines import ENV, available_backends
 from engdiag.logs.events import Signal
-from engdiag.logs import blocks, inputs
 from engdiag.logs.inputs import expand
 from engdiag.logs.patterns import LITERALS
 from engdiag.logs.source import scan_input
@@ -145,6 +144,21 @@ def test_c_and_python_agree_on_noise(raw, text):
     _same_searches(text.encode())
 
 
+CUE_PARTS = ["(APIServer pid=41)", "(APIServer", "(ApiServer pid=1, ip=10.0.0.1)", "(EngineCore_DP0 pid=7)",
+             "(VllmWorker rank=0 pid=9)", "(RayWorkerWrapper pid=3)", "(Worker_TP1)", "(RayWorker)", "(VllmWorker x)",
+             "(EngineCore)", "(Worker", "((", ")", "(", "APIServer INFO ", "ApiServer_1 DEBUG ", "EngineCore INFO ",
+             "Worker WARNING ", " pid=5", " pid=", "[rank0]:", "[rank", "]", "]:", "[Stage-0]", "[Stage", " NCCL ",
+             " INFO ", "A", "[", "x", " ", "\n"]
+
+
+@needs_native
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(CUE_PARTS), max_size=60))
+def test_c_and_python_agree_on_cue_fragments(parts):
+    """Role tags, bare roles, glog and NCCL cues glued in any order (the C walk takes '[', 'A' and '(' together)."""
+    _same_searches("".join(parts).encode())
+
+
 @settings(max_examples=100, deadline=None)
 @given(st.binary(max_size=70_000), st.integers(min_value=-1, max_value=80_000), st.booleans())
 def test_count_lines_counts_the_newlines_before_a_range(tmp_path_factory, data, end, python):
@@ -238,13 +252,13 @@ def test_the_last_requests_of_each_signal_are_read_the_full_way():
 
 
 def test_plain_request_lines_are_ok_and_anything_odd_is_not():
-    data = "\n".join([RECEIVED, ADDED, ACCESS]).encode()
+    data = f"{RECEIVED}\n{ADDED}\n{ACCESS}".encode()
     index, kind, tokens, bad, months = PYTHON.hot(data)
     assert list(memoryview(index).cast("i")) == [0, 1] and list(kind) == [1, 2]
     assert list(memoryview(tokens).cast("i")) == [3, 0] and bad == [] and months == 1 << 10
     still_plain = {0, 12, 17}  # no token ids, a non-ASCII prompt, an impossible date: counted all the same
     for number, odd in enumerate(MUTATIONS[:18]):
-        found = PYTHON.hot("\n".join([odd, ACCESS]).encode())
+        found = PYTHON.hot(f"{odd}\n{ACCESS}".encode())
         assert (found[0] != b"") == (number in still_plain), odd
         assert (found[3] == []) == (number in still_plain), odd
 

@@ -105,12 +105,9 @@ static void widen(Span *span, const char *hit) {
     if (!span->last || hit > span->last) span->last = hit;
 }
 
-/* Every role name followed by \S* ' ' LEVEL ' ' (and no " pid="): a process named without a tag. */
+/* "EngineCore" and "Worker" followed by \S* ' ' LEVEL ' ' (and no " pid="): a process named without a tag.  Their
+ * first bytes are rare in logs, so memchr finds them in few calls ("APIServer" is found in cue_walk). */
 static void bare_role_cues(const char *data, const char *e, Span *span) {
-    /* "APIServer" and "ApiServer" share their first byte, and every API server line has one: one pass for both */
-    for (const char *p = data; p < e && (p = memchr(p, 'A', (size_t)(e - p))) != NULL; p++)
-        if (e - p >= 9 && (memcmp(p, "APIServer", 9) == 0 || memcmp(p, "ApiServer", 9) == 0) && bare_role_at(p, 9, e))
-            widen(span, p);
     static const char *names[] = {"EngineCore", "Worker"};
     for (int i = 0; i < 2; i++) {
         size_t n = strlen(names[i]);
@@ -130,37 +127,75 @@ static size_t role_after(const char *s, const char *e) {
 
 /* As many role tags (\((role)[^()\n]{0,250}\)) as role tags with a pid?  Both findall counts in one walk
  * over the '(' of the window: each count keeps its own cursor (where its last match ended), so each sees
- * exactly the '(' its own pass would. */
-static int role_tags_without_pid(const char *data, const char *e) {
-    Py_ssize_t count[2] = {0, 0}, last_len[2] = {0, 0};
-    const char *cursor[2] = {data, data}, *last[2] = {NULL, NULL};
-    for (const char *s = data; s < e && (s = memchr(s, '(', (size_t)(e - s))) != NULL; s++) {
-        for (int pass = 0; pass < 2; pass++) {
-            if (s < cursor[pass]) continue;
-            if (last[pass] && e - s >= last_len[pass] && memcmp(s, last[pass], (size_t)last_len[pass]) == 0) {
-                count[pass]++; /* the same bytes as the last match: the same match */
-                cursor[pass] = s + last_len[pass];
-                continue;
-            }
-            size_t n = role_after(s, e);
-            const char *end = NULL;
-            if (n && pass == 0) {
-                const char *q = s + 1 + n;
-                for (int k = 0; k <= 250 && q < e && *q != '(' && *q != ')' && *q != '\n'; k++) q++;
-                if (q < e && *q == ')' && q - (s + 1 + n) <= 250) end = q + 1;
-            } else if (n) {
-                const char *pid_at, *ip, *ip_end;
-                end = tag_at(s + 1 + n, e, 0, &pid_at, &ip, &ip_end);
-            }
-            if (end) {
-                count[pass]++;
-                last[pass] = s;
-                last_len[pass] = end - s;
-                cursor[pass] = end;
-            } else cursor[pass] = s + 1;
+ * exactly the '(' its own pass would.  A '(' that is not followed by a role name matches neither and moves
+ * neither cursor past a later '(', so only the '(' before a role's first letter need be shown. */
+typedef struct {
+    Py_ssize_t count[2], last_len[2];
+    const char *cursor[2], *last[2];
+} RoleTags;
+
+static void role_tag_at(RoleTags *t, const char *s, const char *e) {
+    int same = -1; /* pass 0's answer to "the same bytes as the last match", when pass 1's last match is the same */
+    for (int pass = 0; pass < 2; pass++) {
+        if (s < t->cursor[pass]) continue;
+        int again = pass == 1 && same >= 0 && t->last[1] == t->last[0] && t->last_len[1] == t->last_len[0]
+                        ? same
+                        : t->last[pass] && e - s >= t->last_len[pass] && memcmp(s, t->last[pass], (size_t)t->last_len[pass]) == 0;
+        if (pass == 0) same = again;
+        if (again) {
+            t->count[pass]++; /* the same bytes as the last match: the same match */
+            t->cursor[pass] = s + t->last_len[pass];
+            continue;
         }
+        size_t n = role_after(s, e);
+        const char *end = NULL;
+        if (n && pass == 0) {
+            const char *q = s + 1 + n;
+            for (int k = 0; k <= 250 && q < e && *q != '(' && *q != ')' && *q != '\n'; k++) q++;
+            if (q < e && *q == ')' && q - (s + 1 + n) <= 250) end = q + 1;
+        } else if (n) {
+            const char *pid_at, *ip, *ip_end;
+            end = tag_at(s + 1 + n, e, 0, &pid_at, &ip, &ip_end);
+        }
+        if (end) {
+            t->count[pass]++;
+            t->last[pass] = s;
+            t->last_len[pass] = end - s;
+            t->cursor[pass] = end;
+        } else t->cursor[pass] = s + 1;
     }
-    return count[0] != count[1];
+}
+
+/* The cue at p, whose byte is '[', 'A' or '(': "[rank…]:", "[Stage-", a bare "APIServer" / "ApiServer", a role tag. */
+static void cue_at(const char *p, const char *e, Span *span, RoleTags *tags) {
+    if (*p == '[') {
+        if (e - p >= 5 && p[1] == 'r' && memcmp(p, "[rank", 5) == 0) {
+            const char *q = p + 5;
+            while (q < e && *q != ']' && *q != '\n') q++;
+            if (q + 1 < e && *q == ']' && q[1] == ':') widen(span, p);
+        } else if (e - p >= 7 && p[1] == 'S' && memcmp(p, "[Stage-", 7) == 0)
+            widen(span, p);
+    } else if (*p == 'A') {
+        if (e - p >= 9 && (memcmp(p, "APIServer", 9) == 0 || memcmp(p, "ApiServer", 9) == 0) && bare_role_at(p, 9, e))
+            widen(span, p);
+    } else if (p + 1 < e && (p[1] == 'E' || p[1] == 'A' || p[1] == 'V' || p[1] == 'W' || p[1] == 'R'))
+        role_tag_at(tags, p, e);
+}
+
+/* Every '[', 'A' and '(' of the window in order, sixteen bytes tested at once and the hits of a block taken from
+ * its bit mask: these bytes are in every line ("[file:N]", "(APIServer pid=N)"), where a memchr call per hit
+ * (and a pass per needle) cost more than the search. */
+static void cue_walk(const char *data, const char *e, Span *span, RoleTags *tags) {
+    const v16 open = SPLAT('['), a = SPLAT('A'), paren = SPLAT('(');
+    const char *p = data;
+    for (; p + 16 <= e; p += 16) {
+        v16 x;
+        memcpy(&x, p, 16);
+        for (unsigned mask = bitmask((v16)((x == open) | (x == a) | (x == paren))); mask; mask &= mask - 1)
+            cue_at(p + __builtin_ctz(mask), e, span, tags);
+    }
+    for (; p < e; p++)
+        if (*p == '[' || *p == 'A' || *p == '(') cue_at(p, e, span, tags);
 }
 
 /* The start of the line holding p. */
@@ -177,15 +212,11 @@ static PyObject *cue_span(PyObject *self, PyObject *arg) {
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
     const char *data = view.buf, *e = data + view.len;
     Span span = {NULL, NULL};
-    for (const char *p = find(data, e, "[rank", 5); p; p = find(p + 1, e, "[rank", 5)) {
-        const char *q = p + 5;
-        while (q < e && *q != ']' && *q != '\n') q++;
-        if (q + 1 < e && *q == ']' && q[1] == ':') widen(&span, p);
-    }
+    RoleTags tags = {{0, 0}, {0, 0}, {data, data}, {NULL, NULL}};
+    cue_walk(data, e, &span, &tags);
     for (const char *p = find_at(data, e, " NCCL ", 6, 4); p; p = find_at(p + 1, e, " NCCL ", 6, 4)) widen(&span, p);
-    for (const char *p = find(data, e, "[Stage-", 7); p; p = find(p + 1, e, "[Stage-", 7)) widen(&span, p);
     bare_role_cues(data, e, &span);
-    if (role_tags_without_pid(data, e)) {
+    if (tags.count[0] != tags.count[1]) {
         widen(&span, data);
         widen(&span, e);
     }

@@ -54,6 +54,21 @@ static inline const char *find(const char *p, const char *e, const char *needle,
 typedef unsigned char v16 __attribute__((vector_size(16)));
 #define SPLAT(c) ((v16){c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c})
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+/* One bit per byte of a comparison's result (bit i: byte i is 0xff): SSE2's movemask, else byte by byte. */
+static inline unsigned bitmask(v16 hit) {
+#if defined(__SSE2__)
+    return (unsigned)_mm_movemask_epi8((__m128i)hit);
+#else
+    unsigned mask = 0;
+    for (int i = 0; i < 16; i++) mask |= (unsigned)(hit[i] & 1) << i;
+    return mask;
+#endif
+}
+
 typedef struct {
     char *data;
     Py_ssize_t len, cap, item;
