@@ -139,14 +139,32 @@ static int header(const char *p, const char *e, Header *h) {
     return 1;
 }
 
+/* The last header parsed: a line's successor check parses the next line, which is most often the next line
+ * classified (request lines come in runs), so each header is parsed once. */
+typedef struct {
+    const char *s, *e;
+    int ok;
+    Header h;
+} Parsed;
+
+static int parsed(Parsed *last, const char *s, const char *e, Header *h) {
+    if (last->s != s || last->e != e) {
+        last->s = s;
+        last->e = e;
+        last->ok = header(s, e, &last->h);
+    }
+    *h = last->h;
+    return last->ok;
+}
+
 static int same(const char *a, const char *ae, const char *b, const char *be) {
     return (ae - a) == (be - b) && (a == NULL || memcmp(a, b, (size_t)(ae - a)) == 0);
 }
 
 /* Does the line starting at s (ending at e) surely start a record that cannot join h's? */
-static int safe_successor(const char *s, const char *e, const Header *h, int cr) {
+static int safe_successor(Parsed *last, const char *s, const char *e, const Header *h, int cr) {
     Header n;
-    if (cr || !header(s, e, &n)) return 0;
+    if (cr || !parsed(last, s, e, &n)) return 0;
     if (n.access) return 1;
     if (!same(n.name, n.name_end, h->name, h->name_end) || !same(n.pid, n.pid_end, h->pid, h->pid_end) ||
         !same(n.level, n.level_end, h->level, h->level_end) || !same(n.file, n.file_end, h->file, h->file_end))
@@ -235,57 +253,63 @@ static int clean_rest(const char *p, const char *e) {
     }
 }
 
-/* How many bytes of p[0:n] are ','; *quoted when one is ' or ".  Sixteen bytes at a time (the lists of
- * token ids are most of a request line): a vector comparison is 0xff in each equal byte, so subtracting it
- * counts; the byte counters are summed every 255 blocks, before they can wrap. */
-static unsigned int count_commas(const unsigned char *p, size_t n, int *quoted) {
-    const v16 comma = SPLAT(','), quote = SPLAT('\''), dquote = SPLAT('"');
-    unsigned int total = 0;
-    v16 quotes = SPLAT(0);
-    size_t i = 0;
-    while (i + 16 <= n) {
+/* The token id list opening at the '[' at q, to the line's end e, in one walk: the size mask() gives it (commas
+ * + 1, 0 when empty) when it is closed, starts with an id (after spaces), no quote is in it or after it (else
+ * "prompt_token_ids: [" may be inside a user string) and nothing in [q, e) is what cleaning acts on (see
+ * clean_rest; lo: where the message starts); else -1.  Sixteen bytes at a time (the lists are most of a
+ * request line): a vector comparison is 0xff in each equal byte, so subtracting it counts commas; the byte
+ * counters are summed every 255 blocks, before they can wrap; a block holding anything else is read byte by
+ * byte. */
+static int list_rest(const char *lo, const char *q, const char *e) {
+    if (unclean_bracket(q, e)) return -1;
+    const char *p = q + 1;
+    while (p < e && *p == ' ') p++;
+    if (p < e && *p != ']' && !is_digit(*p)) return -1;
+    const v16 comma = SPLAT(','), close = SPLAT(']'), quote = SPLAT('\''), dquote = SPLAT('"'), cr = SPLAT('\r'),
+              bar = SPLAT('|'), esc = SPLAT('\x1b'), open = SPLAT('['), ell = SPLAT('L');
+    unsigned int commas = 0;
+    int closed = 0;
+    while (p < e) {
         v16 counts = SPLAT(0);
-        for (int k = 0; k < 255 && i + 16 <= n; k++, i += 16) {
+        int k = 0;
+        for (; k < 255 && p + 16 <= e; k++, p += 16) {
             v16 x;
-            memcpy(&x, p + i, 16);
-            counts -= (v16)(x == comma);
-            quotes |= (v16)((x == quote) | (x == dquote));
+            memcpy(&x, p, 16);
+            v16 odd = (v16)((x == close) | (x == quote) | (x == dquote) | (x == cr) | (x == bar) | (x == esc) |
+                            (x == open) | (x == ell));
+            uint64_t lo64, hi64;
+            memcpy(&lo64, &odd, 8);
+            memcpy(&hi64, (const char *)&odd + 8, 8);
+            if (lo64 | hi64) break;
+            if (!closed) counts -= (v16)(x == comma);
         }
-        for (int k = 0; k < 16; k++) total += counts[k];
+        for (int i = 0; i < 16; i++) commas += counts[i];
+        if (k == 255) continue;
+        const char *stop = p + 16 <= e ? p + 16 : e;
+        for (; p < stop; p++) {
+            char c = *p;
+            if (c == ',') commas += !closed;
+            else if (c == ']') closed = 1;
+            else if (c == '\'' || c == '"' || c == '\r' || c == '|' || c == '\x1b') return -1;
+            else if (c == '[' && unclean_bracket(p, e)) return -1;
+            else if (c == 'L' && p - 4 >= lo && p + 2 <= e && memcmp(p - 4, " NCCL ", 6) == 0) return -1;
+        }
     }
-    int any = 0;
-    for (int k = 0; k < 16; k++) any |= quotes[k];
-    for (; i < n; i++) {
-        total += p[i] == ',';
-        any |= p[i] == '\'' || p[i] == '"';
-    }
-    *quoted = any != 0;
-    return total;
-}
-
-/* The size mask() gives the token id list u[0:n] (between its brackets): commas + 1 when it holds
- * anything, 0 when empty; -1 when its first non-space byte is neither a digit nor the end. */
-static int token_list(const unsigned char *u, size_t n) {
-    size_t i = 0;
-    while (i < n && u[i] == ' ') i++;
-    if (i == n) return 0;
-    if (!is_digit((char)u[i])) return -1;
-    int quoted;
-    unsigned int commas = count_commas(u + i, n - i, &quoted);
-    return quoted ? -1 : (int)commas + 1;
+    if (!closed) return -1;
+    const char *first = q + 1;
+    while (*first == ' ') first++;
+    return *first == ']' ? 0 : (int)commas + 1;
 }
 
 /* kind (1, 2) and tokens of an ok line, or 0. */
-static int classify(Hits *hits, const char *s, const char *e, const char *next, const char *next_end, int *tokens,
-                    int *month) {
+static int classify(Hits *hits, Parsed *last, const char *s, const char *e, const char *next, const char *next_end,
+                    int *tokens, int *month) {
     const char *rec = NULL, *pti = NULL, *add = NULL;
     int nrec = count_in(&hits[H_REC], s, e, &rec), npti = count_in(&hits[H_PTI], s, e, &pti);
     int nadd = count_in(&hits[H_ADD], s, e, &add);
     Header h;
-    if (next == NULL || !header(s, e, &h) || h.access) return 0;
-    if (!clean_rest(h.msg, e)) return 0;
-    for (const char *q = s; q < h.msg; q++)
-        if ((unsigned char)*q >= 0x80) return 0;
+    if (next == NULL || !parsed(last, s, e, &h) || h.access) return 0;
+    /* [s, h.msg) is ASCII: header() takes no byte over 0x7e */
     const char *m = h.msg;
     if (nrec == 1 && npti == 1 && nadd == 0 && rec == m && e - m > (Py_ssize_t)REC_N && m[REC_N] == ' ') {
         const char *q = m + REC_N + 1, *id = q;
@@ -293,21 +317,17 @@ static int classify(Hits *hits, const char *s, const char *e, const char *next, 
         if (q == id || q >= e || *q != ':') return 0;
         if (pti[-1] != ' ') return 0;
         q = pti + PTI_N;
-        if (q >= e || *q != '[') return 0;
-        const char *close = memchr(q, ']', (size_t)(e - q));
-        if (!close) return 0;
-        int size = token_list((const unsigned char *)q + 1, (size_t)(close - q - 1));
+        if (q >= e || *q != '[' || !clean_rest(m, q)) return 0;
+        int size = list_rest(m, q, e);
         if (size < 0) return 0;
-        /* a quote in (token_list) or after the list: "prompt_token_ids: [" may be inside a user string */
-        if (memchr(close, '\'', (size_t)(e - close)) || memchr(close, '"', (size_t)(e - close))) return 0;
         *tokens = size;
-        if (!safe_successor(next, next_end, &h, memchr(next, '\r', (size_t)(next_end - next)) != NULL)) return 0;
+        if (!safe_successor(last, next, next_end, &h, memchr(next, '\r', (size_t)(next_end - next)) != NULL)) return 0;
         *month = h.month;
         return 1;
     }
     if (nadd == 1 && nrec == 0 && npti == 0 && add == m && e - m > (Py_ssize_t)ADD_N + 1 && m[ADD_N] == ' ' &&
         is_idchar(m[ADD_N + 1])) {
-        if (!safe_successor(next, next_end, &h, memchr(next, '\r', (size_t)(next_end - next)) != NULL)) return 0;
+        if (!clean_rest(m, e) || !safe_successor(last, next, next_end, &h, memchr(next, '\r', (size_t)(next_end - next)) != NULL)) return 0;
         *tokens = 0;
         *month = h.month;
         return 2;
@@ -343,6 +363,7 @@ PyObject *hot_scan(PyObject *self, PyObject *arg) {
     }
     const char *line = data, *known = NULL, *known_nl = NULL; /* the newline after `known`, found before */
     int32_t number = 0;
+    Parsed last = {NULL, NULL, 0, {0}};
     for (const char *at = next_hot(hits, data); at; at = next_hot(hits, line)) {
         const char *nl;
         while ((nl = (line == known ? known_nl : memchr(line, '\n', (size_t)(end - line)))) != NULL && nl < at) {
@@ -360,7 +381,7 @@ PyObject *hot_scan(PyObject *self, PyObject *arg) {
         known_nl = next_end;
         if (next && !next_end) next_end = end;
         int tokens = 0, month = 0;
-        int k = classify(hits, line, line_end, next, next_end, &tokens, &month);
+        int k = classify(hits, &last, line, line_end, next, next_end, &tokens, &month);
         if (k) {
             uint8_t kb = (uint8_t)k;
             int32_t t = tokens;

@@ -110,7 +110,7 @@ def _classify(window: _Window, start: int, end: int, bits: int, next_end: int | 
     if head is None or head["access"] is not None:
         return 0, 0, 0
     msg = head.end()
-    if window.unclean(msg, end) or not data[start:msg].isascii():
+    if window.unclean(msg, end):  # the header is ASCII: _HEADER takes no other byte
         return 0, 0, 0
     month = int(head["mo"])
     if bits == 3 and data.startswith(REC + b" ", msg):
