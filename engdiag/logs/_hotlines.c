@@ -253,49 +253,58 @@ static int clean_rest(const char *p, const char *e) {
     }
 }
 
-/* The token id list opening at the '[' at q, to the line's end e, in one walk: the size mask() gives it (commas
- * + 1, 0 when empty) when it is closed, starts with an id (after spaces), no quote is in it or after it (else
+/* Is the byte at p one that ends a token id list's plain run, and does it fail the line?  (quotes: the list
+ * may be inside a user string; the rest: what cleaning acts on, see clean_rest; lo: the message's start) */
+static int list_fails(const char *lo, const char *p, const char *e) {
+    char c = *p;
+    return c == '\'' || c == '"' || c == '\r' || c == '|' || c == '\x1b' || (c == '[' && unclean_bracket(p, e)) ||
+           (c == 'L' && p - 4 >= lo && p + 2 <= e && memcmp(p - 4, " NCCL ", 6) == 0);
+}
+
+/* The token id list opening at the '[' at q, to the line's end e: the size mask() gives it (commas + 1, 0 when
+ * empty) when it is closed, starts with an id (after spaces), no quote is in it or after it (else
  * "prompt_token_ids: [" may be inside a user string) and nothing in [q, e) is what cleaning acts on (see
- * clean_rest; lo: where the message starts); else -1.  Sixteen bytes at a time (the lists are most of a
- * request line): a vector comparison is 0xff in each equal byte, so subtracting it counts commas; the byte
- * counters are summed every 255 blocks, before they can wrap; a block holding anything else is read byte by
- * byte. */
+ * clean_rest; lo: where the message starts); else -1.  One walk, sixteen bytes at a time: inside the list a
+ * block of digits, commas and spaces only has its commas counted (a vector comparison is 0xff in each equal
+ * byte, so subtracting it counts; the byte counters are summed every 255 blocks, before they can wrap), after
+ * it a block without a quote or cleaning cue is passed over; any other block is read byte by byte. */
 static int list_rest(const char *lo, const char *q, const char *e) {
     if (unclean_bracket(q, e)) return -1;
     const char *p = q + 1;
     while (p < e && *p == ' ') p++;
     if (p < e && *p != ']' && !is_digit(*p)) return -1;
-    const v16 comma = SPLAT(','), close = SPLAT(']'), quote = SPLAT('\''), dquote = SPLAT('"'), cr = SPLAT('\r'),
-              bar = SPLAT('|'), esc = SPLAT('\x1b'), open = SPLAT('['), ell = SPLAT('L');
+    const v16 comma = SPLAT(','), space = SPLAT(' '), zero = SPLAT('0'), nine = SPLAT(9);
     unsigned int commas = 0;
     int closed = 0;
-    while (p < e) {
+    while (!closed && p < e) {
         v16 counts = SPLAT(0);
-        int k = 0;
-        for (; k < 255 && p + 16 <= e; k++, p += 16) {
+        for (int k = 0; k < 255 && p + 16 <= e; k++, p += 16) {
             v16 x;
             memcpy(&x, p, 16);
-            v16 odd = (v16)((x == close) | (x == quote) | (x == dquote) | (x == cr) | (x == bar) | (x == esc) |
-                            (x == open) | (x == ell));
-            uint64_t lo64, hi64;
-            memcpy(&lo64, &odd, 8);
-            memcpy(&hi64, (const char *)&odd + 8, 8);
-            if (lo64 | hi64) break;
-            if (!closed) counts -= (v16)(x == comma);
+            v16 commas_here = (v16)(x == comma);
+            if (bitmask((v16)((v16)(x - zero) <= nine) | commas_here | (v16)(x == space)) != 0xffff) break;
+            counts -= commas_here;
         }
         for (int i = 0; i < 16; i++) commas += counts[i];
-        if (k == 255) continue;
-        const char *stop = p + 16 <= e ? p + 16 : e;
-        for (; p < stop; p++) {
-            char c = *p;
-            if (c == ',') commas += !closed;
-            else if (c == ']') closed = 1;
-            else if (c == '\'' || c == '"' || c == '\r' || c == '|' || c == '\x1b') return -1;
-            else if (c == '[' && unclean_bracket(p, e)) return -1;
-            else if (c == 'L' && p - 4 >= lo && p + 2 <= e && memcmp(p - 4, " NCCL ", 6) == 0) return -1;
+        for (const char *stop = p + 16 <= e ? p + 16 : e; p < stop && !closed; p++) {
+            if (*p == ',') commas++;
+            else if (*p == ']') closed = 1;
+            else if (list_fails(lo, p, e)) return -1;
         }
     }
     if (!closed) return -1;
+    const v16 quote = SPLAT('\''), dquote = SPLAT('"'), cr = SPLAT('\r'), bar = SPLAT('|'), esc = SPLAT('\x1b'),
+              open = SPLAT('['), ell = SPLAT('L');
+    while (p < e) {
+        for (; p + 16 <= e; p += 16) {
+            v16 x;
+            memcpy(&x, p, 16);
+            if (bitmask((v16)((x == quote) | (x == dquote) | (x == cr) | (x == bar) | (x == esc) | (x == open) | (x == ell))))
+                break;
+        }
+        for (const char *stop = p + 16 <= e ? p + 16 : e; p < stop; p++)
+            if (list_fails(lo, p, e)) return -1;
+    }
     const char *first = q + 1;
     while (*first == ' ') first++;
     return *first == ']' ? 0 : (int)commas + 1;
