@@ -88,6 +88,18 @@ static inline int push(Buf *b, const void *value) {
 }
 
 
+/* A request line's header (_header.c), as hot_scan reads it. */
+typedef struct {
+    const char *name, *name_end; /* process tag name (NULL: none) */
+    const char *pid, *pid_end;
+    const char *level, *level_end;
+    const char *file, *file_end; /* "file:N" */
+    const char *msg;            /* first byte of the message */
+    int month;
+    int access;                 /* 1: "LEVEL:" + whitespace (uvicorn) instead of a vLLM header */
+} Header;
+
+__attribute__((visibility("hidden"))) int header(const char *p, const char *e, Header *h);
 PyObject *hot_scan(PyObject *self, PyObject *arg);
 PyObject *cue_span(PyObject *self, PyObject *arg);
 PyObject *proc_tags(PyObject *self, PyObject *arg);
