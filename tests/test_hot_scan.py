@@ -159,6 +159,17 @@ def test_c_and_python_agree_on_cue_fragments(parts):
     _same_searches("".join(parts).encode())
 
 
+@needs_native
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.integers(0, 5000), st.integers(-(2**31), 2**31 - 1)), max_size=300))
+def test_the_c_histogram_counts_as_counter_does(values):
+    from engdiag.logs._scan import histogram
+
+    data = array("i", values).tobytes()
+    assert histogram(data) == Counter(values)
+    assert histogram(memoryview(data).cast("i")) == Counter(values)
+
+
 @settings(max_examples=100, deadline=None)
 @given(st.binary(max_size=70_000), st.integers(min_value=-1, max_value=80_000), st.booleans())
 def test_count_lines_counts_the_newlines_before_a_range(tmp_path_factory, data, end, python):

@@ -189,6 +189,39 @@ static PyObject *strip_colour(PyObject *self, PyObject *arg) {
     return out;
 }
 
+/* histogram(values) -> {value: how many}: the int32 values (hot_scan's token counts) counted, as
+ * collections.Counter counts them (~60 ns a value in Python, a few thousand values a window). */
+static PyObject *histogram(PyObject *self, PyObject *arg) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    const int32_t *v = view.buf;
+    Py_ssize_t n = view.len / 4;
+    enum { SMALL = 4096 };
+    Py_ssize_t *small = PyMem_Calloc(SMALL, sizeof(Py_ssize_t));
+    PyObject *out = small ? PyDict_New() : PyErr_NoMemory();
+    for (Py_ssize_t i = 0; out && i < n; i++) {
+        if (v[i] >= 0 && v[i] < SMALL) {
+            small[v[i]]++;
+            continue;
+        }
+        PyObject *key = PyLong_FromLong(v[i]), *had = key ? PyDict_GetItemWithError(out, key) : NULL;
+        PyObject *count = key && !PyErr_Occurred() ? PyLong_FromSsize_t((had ? PyLong_AsSsize_t(had) : 0) + 1) : NULL;
+        if (!count || PyDict_SetItem(out, key, count) < 0) Py_CLEAR(out);
+        Py_XDECREF(key);
+        Py_XDECREF(count);
+    }
+    for (Py_ssize_t k = 0; out && k < SMALL; k++) {
+        if (!small[k]) continue;
+        PyObject *key = PyLong_FromSsize_t(k), *count = PyLong_FromSsize_t(small[k]);
+        if (!key || !count || PyDict_SetItem(out, key, count) < 0) Py_CLEAR(out);
+        Py_XDECREF(key);
+        Py_XDECREF(count);
+    }
+    PyMem_Free(small);
+    PyBuffer_Release(&view);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"hot_scan", hot_scan, METH_O, "Request lines of a window that can be counted (see engdiag/logs/hotscan.py)."},
     {"proc_tags", proc_tags, METH_O, "Distinct process tags with a pid, as bulk._TAG.findall finds them."},
@@ -198,6 +231,7 @@ static PyMethodDef methods[] = {
     {"newlines", newlines, METH_VARARGS, "How many newlines buffer[:end] holds."},
     {"colour", colour, METH_O, "Does the window hold a colour code?"},
     {"strip_colour", strip_colour, METH_O, "The window without its colour codes."},
+    {"histogram", histogram, METH_O, "How many times each int32 value occurs (as collections.Counter counts)."},
     {NULL, NULL, 0, NULL},
 };
 

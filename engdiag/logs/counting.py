@@ -48,6 +48,15 @@ def _rules_as_assumed() -> bool:
 COUNTABLE = _rules_as_assumed()
 
 
+def _histogram(tokens: memoryview) -> Counter[int]:
+    """How many ok lines have each token count (the C ``histogram`` where built: ``Counter`` takes ~60 ns a line)."""
+    try:
+        from engdiag.logs._scan import histogram  # type: ignore[import-not-found]
+    except ImportError:
+        return Counter(tokens)
+    return Counter(histogram(tokens))
+
+
 @dataclass
 class HotWindow:
     """One window's hot lines."""
@@ -150,7 +159,7 @@ def every_candidate(merged: dict[int, set[int]], hot: HotWindow, numbers: Mappin
 
 def counts(hot: HotWindow, fed: Iterable[int]) -> tuple[dict[Signal, int], Counter[int]]:
     """Signal counts and prompt lengths of the ok lines that were not fed."""
-    lengths: Counter[int] = Counter(hot.tokens)
+    lengths = _histogram(hot.tokens)
     received, added = hot.kind.count(1), hot.kind.count(2)
     for line in fed:
         kind = hot.kind_of(line)
