@@ -159,6 +159,29 @@ def test_c_and_python_agree_on_cue_fragments(parts):
     _same_searches("".join(parts).encode())
 
 
+@pytest.mark.parametrize("ids", ["[1, 2, 3]", "[ 1,2 ]", "[1]", "[]", "[  ]", "[1, 2, x]", "[1, 2, 3.5]", "[1,\t2]",
+                                 "[1, [2]]", "[1, 2m]", "[1, -2]", "[1\u00e9]"])
+def test_only_token_id_lists_of_digits_commas_and_spaces_are_cut_from_the_literal_search(ids):
+    data = RECEIVED.replace("[1, 2, 3]", ids).encode() + b"\n" + ACCESS.encode()
+    found = PYTHON.hot(data)
+    pure = found[0] != b"" and set(ids[1:-1]) <= set("0123456789, ") and ids != "[]"
+    assert (found[5] != b"") == pure, ids
+    if NATIVE is not None:
+        assert NATIVE.hot(data) == found
+        assert NATIVE.cut_lists(data, found[5], PYTHON.line_starts(data)[0]) == PYTHON.cut_lists(
+            data, found[5], PYTHON.line_starts(data)[0])
+
+
+def test_no_rule_literal_can_meet_a_cut_token_id_list():
+    from engdiag.logs.engines import LISTS_CUT, outside_id_lists
+
+    assert LISTS_CUT, "a rule literal holds what a token id list holds: the lists are searched again (slower)"
+    for literal in (b"123", b", 5", b" ", b"ids: [1", b"[0", b"7]", b" ]", b"[,"):
+        assert not outside_id_lists(literal), literal
+    for literal in (b"out of memory", b"[rank", b"ids: [", b"], lora", b"[x]", b"x 1, 2"):
+        assert outside_id_lists(literal), literal
+
+
 @needs_native
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.one_of(st.integers(0, 5000), st.integers(-(2**31), 2**31 - 1)), max_size=300))
@@ -264,9 +287,11 @@ def test_the_last_requests_of_each_signal_are_read_the_full_way():
 
 def test_plain_request_lines_are_ok_and_anything_odd_is_not():
     data = f"{RECEIVED}\n{ADDED}\n{ACCESS}".encode()
-    index, kind, tokens, bad, months = PYTHON.hot(data)
+    index, kind, tokens, bad, months, lists = PYTHON.hot(data)
     assert list(memoryview(index).cast("i")) == [0, 1] and list(kind) == [1, 2]
     assert list(memoryview(tokens).cast("i")) == [3, 0] and bad == [] and months == 1 << 10
+    start, end = memoryview(lists).cast("q")
+    assert data[start - 1 : end + 1] == b"[1, 2, 3]"
     still_plain = {0, 12, 17}  # no token ids, a non-ASCII prompt, an impossible date: counted all the same
     for number, odd in enumerate(MUTATIONS[:18]):
         found = PYTHON.hot(f"{odd}\n{ACCESS}".encode())

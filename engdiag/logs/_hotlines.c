@@ -9,7 +9,7 @@
  * that holds a hot literal is reported as "bad" and is read the full way.
  *
  * hot_scan(data) -> (ok_index: bytes[int32], ok_kind: bytes[uint8], ok_tokens: bytes[int32],
- *                    bad: list[(index, literal bits)], months: int)
+ *                    bad: list[(index, literal bits)], months: int, lists: bytes[int64 start, end])
  * kind 1 = "Received request" (+ prompt_token_ids), 2 = "Added request".
  * Literal bits: 1 "Received request", 2 "prompt_token_ids: ", 4 "Added request".
  */
@@ -150,15 +150,16 @@ static int list_fails(const char *lo, const char *p, const char *e) {
  * clean_rest; lo: where the message starts); else -1.  One walk, sixteen bytes at a time: inside the list a
  * block of digits, commas and spaces only has its commas counted (a vector comparison is 0xff in each equal
  * byte, so subtracting it counts; the byte counters are summed every 255 blocks, before they can wrap), after
- * it a block without a quote or cleaning cue is passed over; any other block is read byte by byte. */
-static int list_rest(const char *lo, const char *q, const char *e) {
+ * it a block without a quote or cleaning cue is passed over; any other block is read byte by byte.  *pure_end:
+ * the closing ']' when the list holds nothing but digits, commas and spaces (see engines.LISTS_CUT), else NULL. */
+static int list_rest(const char *lo, const char *q, const char *e, const char **pure_end) {
     if (unclean_bracket(q, e)) return -1;
     const char *p = q + 1;
     while (p < e && *p == ' ') p++;
     if (p < e && *p != ']' && !is_digit(*p)) return -1;
     const v16 comma = SPLAT(','), space = SPLAT(' '), zero = SPLAT('0'), nine = SPLAT(9);
     unsigned int commas = 0;
-    int closed = 0;
+    int closed = 0, odd = 0;
     while (!closed && p < e) {
         v16 counts = SPLAT(0);
         for (int k = 0; k < 255 && p + 16 <= e; k++, p += 16) {
@@ -171,8 +172,11 @@ static int list_rest(const char *lo, const char *q, const char *e) {
         for (int i = 0; i < 16; i++) commas += counts[i];
         for (const char *stop = p + 16 <= e ? p + 16 : e; p < stop && !closed; p++) {
             if (*p == ',') commas++;
-            else if (*p == ']') closed = 1;
-            else if (list_fails(lo, p, e)) return -1;
+            else if (*p == ']') {
+                closed = 1;
+                *pure_end = odd ? NULL : p;
+            } else if (list_fails(lo, p, e)) return -1;
+            else odd |= *p != ' ' && !is_digit(*p);
         }
     }
     if (!closed) return -1;
@@ -195,7 +199,7 @@ static int list_rest(const char *lo, const char *q, const char *e) {
 
 /* kind (1, 2) and tokens of an ok line, or 0. */
 static int classify(Hits *hits, Parsed *last, const char *s, const char *e, const char *next, const char *next_end,
-                    int *tokens, int *month) {
+                    int *tokens, int *month, const char **list) {
     const char *rec = NULL, *pti = NULL, *add = NULL;
     int nrec = count_in(&hits[H_REC], s, e, &rec), npti = count_in(&hits[H_PTI], s, e, &pti);
     int nadd = count_in(&hits[H_ADD], s, e, &add);
@@ -210,11 +214,16 @@ static int classify(Hits *hits, Parsed *last, const char *s, const char *e, cons
         if (pti[-1] != ' ') return 0;
         q = pti + PTI_N;
         if (q >= e || *q != '[' || !clean_rest(m, q)) return 0;
-        int size = list_rest(m, q, e);
+        const char *close = NULL;
+        int size = list_rest(m, q, e, &close);
         if (size < 0) return 0;
         *tokens = size;
         if (!safe_successor(last, next, next_end, &h, memchr(next, '\r', (size_t)(next_end - next)) != NULL)) return 0;
         *month = h.month;
+        if (close && close > q + 1) {
+            list[0] = q + 1;
+            list[1] = close;
+        }
         return 1;
     }
     if (nadd == 1 && nrec == 0 && npti == 0 && add == m && e - m > (Py_ssize_t)ADD_N + 1 && m[ADD_N] == ' ' &&
@@ -241,7 +250,7 @@ PyObject *hot_scan(PyObject *self, PyObject *arg) {
     Py_buffer view;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
     const char *data = view.buf, *end = data + view.len;
-    Buf idx = {NULL, 0, 0, 4}, kind = {NULL, 0, 0, 1}, tok = {NULL, 0, 0, 4};
+    Buf idx = {NULL, 0, 0, 4}, kind = {NULL, 0, 0, 1}, tok = {NULL, 0, 0, 4}, lists = {NULL, 0, 0, 16};
     Hits hits[H_N];
     memset(hits, 0, sizeof(hits));
     for (int k = 0; k < H_N; k++) hits[k].at.item = sizeof(char *);
@@ -273,11 +282,14 @@ PyObject *hot_scan(PyObject *self, PyObject *arg) {
         known_nl = next_end;
         if (next && !next_end) next_end = end;
         int tokens = 0, month = 0;
-        int k = classify(hits, &last, line, line_end, next, next_end, &tokens, &month);
+        const char *list[2] = {NULL, NULL};
+        int k = classify(hits, &last, line, line_end, next, next_end, &tokens, &month, list);
         if (k) {
             uint8_t kb = (uint8_t)k;
             int32_t t = tokens;
-            if (push(&idx, &number) < 0 || push(&kind, &kb) < 0 || push(&tok, &t) < 0) {
+            int64_t span[2] = {list[0] - data, list[1] - data};
+            if (push(&idx, &number) < 0 || push(&kind, &kb) < 0 || push(&tok, &t) < 0 ||
+                (list[0] && push(&lists, span) < 0)) {
                 PyErr_NoMemory();
                 goto done;
             }
@@ -294,13 +306,14 @@ PyObject *hot_scan(PyObject *self, PyObject *arg) {
         line = nl + 1;
         number++;
     }
-    result = Py_BuildValue("(y#y#y#Oi)", idx.data ? idx.data : "", idx.len, kind.data ? kind.data : "", kind.len,
-                           tok.data ? tok.data : "", tok.len, bad, months);
+    result = Py_BuildValue("(y#y#y#Oiy#)", idx.data ? idx.data : "", idx.len, kind.data ? kind.data : "", kind.len,
+                           tok.data ? tok.data : "", tok.len, bad, months, lists.data ? lists.data : "", lists.len);
 done:
     Py_XDECREF(bad);
     PyMem_Free(idx.data);
     PyMem_Free(kind.data);
     PyMem_Free(tok.data);
+    PyMem_Free(lists.data);
     for (int k = 0; k < H_N; k++) PyMem_Free(hits[k].at.data);
     PyBuffer_Release(&view);
     return result;

@@ -189,6 +189,50 @@ static PyObject *strip_colour(PyObject *self, PyObject *arg) {
     return out;
 }
 
+/* cut_lists(data, lists, starts) -> (data without the byte ranges of `lists`, its line starts): lists are int64
+ * (start, end) pairs, ascending, none holding a newline (hot_scan's pure token id lists); starts are data's
+ * line starts (int64), each moved back by the bytes cut before it.  For the literal search (bulk.py). */
+static PyObject *cut_lists(PyObject *self, PyObject *args) {
+    Py_buffer view, spans, starts;
+    if (!PyArg_ParseTuple(args, "y*y*y*", &view, &spans, &starts)) return NULL;
+    const int64_t *at = spans.buf, *line = starts.buf;
+    Py_ssize_t pairs = spans.len / 16, lines = starts.len / 8, size = view.len;
+    PyObject *out = NULL, *moved = NULL, *result = NULL;
+    for (Py_ssize_t i = 0; i < pairs; i++) {
+        if (at[2 * i] < (i ? at[2 * i - 1] : 0) || at[2 * i] > at[2 * i + 1] || at[2 * i + 1] > view.len) {
+            PyErr_SetString(PyExc_ValueError, "cut_lists: ranges out of order or out of the data");
+            goto done;
+        }
+        size -= at[2 * i + 1] - at[2 * i];
+    }
+    out = PyBytes_FromStringAndSize(NULL, size);
+    moved = PyBytes_FromStringAndSize(NULL, starts.len);
+    if (!out || !moved) goto done;
+    char *w = PyBytes_AS_STRING(out);
+    const char *data = view.buf;
+    int64_t from = 0;
+    for (Py_ssize_t i = 0; i < pairs; i++) {
+        memcpy(w, data + from, (size_t)(at[2 * i] - from));
+        w += at[2 * i] - from;
+        from = at[2 * i + 1];
+    }
+    memcpy(w, data + from, (size_t)(view.len - from));
+    int64_t *to = (int64_t *)PyBytes_AS_STRING(moved), cut = 0;
+    Py_ssize_t k = 0;
+    for (Py_ssize_t i = 0; i < lines; i++) {
+        for (; k < pairs && at[2 * k + 1] <= line[i]; k++) cut += at[2 * k + 1] - at[2 * k];
+        to[i] = line[i] - cut;
+    }
+    result = PyTuple_Pack(2, out, moved);
+done:
+    Py_XDECREF(out);
+    Py_XDECREF(moved);
+    PyBuffer_Release(&view);
+    PyBuffer_Release(&spans);
+    PyBuffer_Release(&starts);
+    return result;
+}
+
 /* histogram(values) -> {value: how many}: the int32 values (hot_scan's token counts) counted, as
  * collections.Counter counts them (~60 ns a value in Python, a few thousand values a window). */
 static PyObject *histogram(PyObject *self, PyObject *arg) {
@@ -231,6 +275,7 @@ static PyMethodDef methods[] = {
     {"newlines", newlines, METH_VARARGS, "How many newlines buffer[:end] holds."},
     {"colour", colour, METH_O, "Does the window hold a colour code?"},
     {"strip_colour", strip_colour, METH_O, "The window without its colour codes."},
+    {"cut_lists", cut_lists, METH_VARARGS, "The window without the given byte ranges, and its line starts."},
     {"histogram", histogram, METH_O, "How many times each int32 value occurs (as collections.Counter counts)."},
     {NULL, NULL, 0, NULL},
 };

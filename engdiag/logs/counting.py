@@ -24,7 +24,7 @@ from engdiag.logs.events import Signal, Stamp
 from engdiag.logs.hotscan import ADD, BITS, KEEP_LAST, PTI, REC
 from engdiag.logs.patterns import RULES_BY_LITERAL
 
-Found = tuple[bytes, bytes, bytes, list[tuple[int, int]], int]
+Found = tuple[bytes, bytes, bytes, list[tuple[int, int]], int, bytes]
 """A window's ``hot_scan`` result (see ``engdiag.logs.hotscan``)."""
 Count = Callable[[str, Mapping[Signal, int], Mapping[int, int]], None]
 """Where counts go: (input name, signal → count, prompt tokens → count) — the timeline's ``count``."""
@@ -116,7 +116,7 @@ _LOOK = 4 * KEEP_LAST
 
 def hot_window(found: Found) -> HotWindow:
     """A window's ``hot_scan`` result as a ``HotWindow``."""
-    index, kind, tokens, bad, _ = found
+    index, kind, tokens, bad = found[:4]
     return HotWindow(memoryview(index).cast("i"), kind, memoryview(tokens).cast("i"), bad)
 
 
