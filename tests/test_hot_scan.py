@@ -183,6 +183,17 @@ def test_no_rule_literal_can_meet_a_cut_token_id_list():
 
 
 @needs_native
+@pytest.mark.parametrize("size", [0, 1, 14, 15, 16, 17, 31, 32, 233, 244, 245, 246, 249, 250, 251, 260])
+def test_c_and_python_agree_on_tags_near_the_content_limit(size):
+    """_TAG's content is 1 to 250 bytes: the C walk takes sixteen at a time, so every length near a block's
+    end or the limit, with and without spaces, a window end right after, and a stop byte inside."""
+    for filler in ("x" * size, ("ab " * size)[:size], ("x" * size)[: size // 2] + "(" + "x" * size):
+        for tail in (" pid=7)", " pid=7, ip=10.0.0.1)", " pid=)", " pid=7", ""):
+            _same_searches(f"({filler}{tail}".encode())
+            _same_searches(f"a ({filler}{tail} INFO\n(x pid=1)".encode())
+
+
+@needs_native
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.one_of(st.integers(0, 5000), st.integers(-(2**31), 2**31 - 1)), max_size=300))
 def test_the_c_histogram_counts_as_counter_does(values):

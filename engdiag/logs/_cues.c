@@ -22,20 +22,40 @@ static const char *pid_tail(const char *q, const char *e, const char **ip, const
     return NULL;
 }
 
-/* _TAG at the '(' at s, content starting at c (at least `least` chars): the end of the match or NULL. */
+/* _TAG at the '(' at s, content starting at c (at least `least` chars): the end of the match or NULL.  The
+ * content runs to the first '(', ')' or newline (at most 250 bytes) and a match can only go on at one of its
+ * spaces (" pid="), so the bytes are tested sixteen at a time for those four and pid_tail is tried at each
+ * space in order, as the lazy regex tries each position (a "SamplingParams(...)" of fifty bytes was fifty). */
 static const char *tag_at(const char *c, const char *e, int least, const char **pid_at, const char **ip,
                           const char **ip_end) {
-    for (int k = 0; k <= 250 && c + k <= e; k++) {
-        if (k >= least) {
-            const char *end = pid_tail(c + k, e, ip, ip_end);
+    const char *last = e - c > 250 ? c + 250 : e; /* the last position tried (k <= 250) */
+    const v16 open = SPLAT('('), close = SPLAT(')'), nl = SPLAT('\n'), space = SPLAT(' ');
+    for (const char *block = c; block <= last; block += 16) {
+        unsigned stops, spaces;
+        if (block + 16 <= e) {
+            v16 x;
+            memcpy(&x, block, 16);
+            stops = bitmask((v16)((x == open) | (x == close) | (x == nl)));
+            spaces = bitmask((v16)(x == space));
+        } else {
+            stops = spaces = 0;
+            for (int i = 0; block + i < e; i++) {
+                stops |= (unsigned)(block[i] == '(' || block[i] == ')' || block[i] == '\n') << i;
+                spaces |= (unsigned)(block[i] == ' ') << i;
+            }
+        }
+        unsigned before = stops ? (stops & -stops) - 1 : 0xffffu; /* the bytes before the first stop */
+        for (unsigned m = spaces & before; m; m &= m - 1) {
+            const char *q = block + __builtin_ctz(m);
+            if (q > last) return NULL;
+            if (q - c < least) continue;
+            const char *end = pid_tail(q, e, ip, ip_end);
             if (end) {
-                *pid_at = c + k + 5;
+                *pid_at = q + 5;
                 return end;
             }
         }
-        if (c + k >= e) break;
-        char ch = c[k];
-        if (ch == '(' || ch == ')' || ch == '\n') break;
+        if (stops) return NULL;
     }
     return NULL;
 }
