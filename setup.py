@@ -34,6 +34,6 @@ class OptionalBuildExt(build_ext):
 
 
 setup(
-    ext_modules=[Extension("engdiag.logs._scan", ["engdiag/logs/_scan.c", "engdiag/logs/_hotlines.c"], depends=["engdiag/logs/_scan.h"], extra_compile_args=["-O3"], optional=True)],
+    ext_modules=[Extension("engdiag.logs._scan", ["engdiag/logs/_scan.c", "engdiag/logs/_hotlines.c", "engdiag/logs/_cues.c", "engdiag/logs/_header.c"], depends=["engdiag/logs/_scan.h"], extra_compile_args=["-O3"], optional=True)],
     cmdclass={"build_ext": OptionalBuildExt},
 )

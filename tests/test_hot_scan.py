@@ -13,8 +13,8 @@ import io
 import mmap
 import os
 import subprocess
-from array import array
 import sys
+from array import array
 from collections import Counter
 from datetime import datetime
 
@@ -24,10 +24,9 @@ from hypothesis import strategies as st
 
 from engdiag import synth
 from engdiag.analysis.timeline import TimelineBuilder
-from engdiag.logs import bulk
+from engdiag.logs import blocks, bulk, inputs
 from engdiag.logs.engines import ENV, available_backends
 from engdiag.logs.events import Signal
-from engdiag.logs import blocks, inputs
 from engdiag.logs.inputs import expand
 from engdiag.logs.patterns import LITERALS
 from engdiag.logs.source import scan_input
@@ -145,6 +144,66 @@ def test_c_and_python_agree_on_noise(raw, text):
     _same_searches(text.encode())
 
 
+CUE_PARTS = ["(APIServer pid=41)", "(APIServer", "(ApiServer pid=1, ip=10.0.0.1)", "(EngineCore_DP0 pid=7)",
+             "(VllmWorker rank=0 pid=9)", "(RayWorkerWrapper pid=3)", "(Worker_TP1)", "(RayWorker)", "(VllmWorker x)",
+             "(EngineCore)", "(Worker", "((", ")", "(", "APIServer INFO ", "ApiServer_1 DEBUG ", "EngineCore INFO ",
+             "Worker WARNING ", " pid=5", " pid=", "[rank0]:", "[rank", "]", "]:", "[Stage-0]", "[Stage", " NCCL ",
+             " INFO ", "A", "[", "x", " ", "\n"]
+
+
+@needs_native
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(CUE_PARTS), max_size=60))
+def test_c_and_python_agree_on_cue_fragments(parts):
+    """Role tags, bare roles, glog and NCCL cues glued in any order (the C walk takes '[', 'A' and '(' together)."""
+    _same_searches("".join(parts).encode())
+
+
+@pytest.mark.parametrize("ids", ["[1, 2, 3]", "[ 1,2 ]", "[1]", "[]", "[  ]", "[1, 2, x]", "[1, 2, 3.5]", "[1,\t2]",
+                                 "[1, [2]]", "[1, 2m]", "[1, -2]", "[1\u00e9]"])
+def test_only_token_id_lists_of_digits_commas_and_spaces_are_cut_from_the_literal_search(ids):
+    data = RECEIVED.replace("[1, 2, 3]", ids).encode() + b"\n" + ACCESS.encode()
+    found = PYTHON.hot(data)
+    pure = found[0] != b"" and set(ids[1:-1]) <= set("0123456789, ") and ids != "[]"
+    assert (found[5] != b"") == pure, ids
+    if NATIVE is not None:
+        assert NATIVE.hot(data) == found
+        assert NATIVE.cut_lists(data, found[5], PYTHON.line_starts(data)[0]) == PYTHON.cut_lists(
+            data, found[5], PYTHON.line_starts(data)[0])
+
+
+def test_no_rule_literal_can_meet_a_cut_token_id_list():
+    from engdiag.logs.engines import LISTS_CUT, outside_id_lists
+
+    assert LISTS_CUT, "a rule literal holds what a token id list holds: the lists are searched again (slower)"
+    for literal in (b"123", b", 5", b" ", b"ids: [1", b"[0", b"7]", b" ]", b"[,"):
+        assert not outside_id_lists(literal), literal
+    for literal in (b"out of memory", b"[rank", b"ids: [", b"], lora", b"[x]", b"x 1, 2"):
+        assert outside_id_lists(literal), literal
+
+
+@needs_native
+@pytest.mark.parametrize("size", [0, 1, 14, 15, 16, 17, 31, 32, 233, 244, 245, 246, 249, 250, 251, 260])
+def test_c_and_python_agree_on_tags_near_the_content_limit(size):
+    """_TAG's content is 1 to 250 bytes: the C walk takes sixteen at a time, so every length near a block's
+    end or the limit, with and without spaces, a window end right after, and a stop byte inside."""
+    for filler in ("x" * size, ("ab " * size)[:size], ("x" * size)[: size // 2] + "(" + "x" * size):
+        for tail in (" pid=7)", " pid=7, ip=10.0.0.1)", " pid=)", " pid=7", ""):
+            _same_searches(f"({filler}{tail}".encode())
+            _same_searches(f"a ({filler}{tail} INFO\n(x pid=1)".encode())
+
+
+@needs_native
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.integers(0, 5000), st.integers(-(2**31), 2**31 - 1)), max_size=300))
+def test_the_c_histogram_counts_as_counter_does(values):
+    from engdiag.logs._scan import histogram
+
+    data = array("i", values).tobytes()
+    assert histogram(data) == Counter(values)
+    assert histogram(memoryview(data).cast("i")) == Counter(values)
+
+
 @settings(max_examples=100, deadline=None)
 @given(st.binary(max_size=70_000), st.integers(min_value=-1, max_value=80_000), st.booleans())
 def test_count_lines_counts_the_newlines_before_a_range(tmp_path_factory, data, end, python):
@@ -238,13 +297,15 @@ def test_the_last_requests_of_each_signal_are_read_the_full_way():
 
 
 def test_plain_request_lines_are_ok_and_anything_odd_is_not():
-    data = "\n".join([RECEIVED, ADDED, ACCESS]).encode()
-    index, kind, tokens, bad, months = PYTHON.hot(data)
+    data = f"{RECEIVED}\n{ADDED}\n{ACCESS}".encode()
+    index, kind, tokens, bad, months, lists = PYTHON.hot(data)
     assert list(memoryview(index).cast("i")) == [0, 1] and list(kind) == [1, 2]
     assert list(memoryview(tokens).cast("i")) == [3, 0] and bad == [] and months == 1 << 10
+    start, end = memoryview(lists).cast("q")
+    assert data[start - 1 : end + 1] == b"[1, 2, 3]"
     still_plain = {0, 12, 17}  # no token ids, a non-ASCII prompt, an impossible date: counted all the same
     for number, odd in enumerate(MUTATIONS[:18]):
-        found = PYTHON.hot("\n".join([odd, ACCESS]).encode())
+        found = PYTHON.hot(f"{odd}\n{ACCESS}".encode())
         assert (found[0] != b"") == (number in still_plain), odd
         assert (found[3] == []) == (number in still_plain), odd
 

@@ -9,7 +9,7 @@
  * that holds a hot literal is reported as "bad" and is read the full way.
  *
  * hot_scan(data) -> (ok_index: bytes[int32], ok_kind: bytes[uint8], ok_tokens: bytes[int32],
- *                    bad: list[(index, literal bits)], months: int)
+ *                    bad: list[(index, literal bits)], months: int, lists: bytes[int64 start, end])
  * kind 1 = "Received request" (+ prompt_token_ids), 2 = "Added request".
  * Literal bits: 1 "Received request", 2 "prompt_token_ids: ", 4 "Added request".
  */
@@ -22,121 +22,22 @@
 #define PTI_N (sizeof(PTI) - 1)
 #define ADD_N (sizeof(ADD) - 1)
 
+/* The last header parsed: a line's successor check parses the next line, which is most often the next line
+ * classified (request lines come in runs), so each header is parsed once. */
 typedef struct {
-    const char *name, *name_end; /* process tag name (NULL: none) */
-    const char *pid, *pid_end;
-    const char *level, *level_end;
-    const char *file, *file_end; /* "file:N" */
-    const char *msg;            /* first byte of the message */
-    int month;
-    int access;                 /* 1: "LEVEL:" + whitespace (uvicorn) instead of a vLLM header */
-} Header;
+    const char *s, *e;
+    int ok;
+    Header h;
+} Parsed;
 
-static const char *digits(const char *p, const char *e, int n) {
-    for (int i = 0; i < n; i++, p++)
-        if (p >= e || !is_digit(*p)) return NULL;
-    return p;
-}
-
-static const char *colour_codes(const char *p, const char *e) {
-    /* ESC [ [0-9;]* m, any number of them */
-    while (p + 1 < e && p[0] == '\x1b' && p[1] == '[') {
-        const char *q = p + 2;
-        while (q < e && (is_digit(*q) || *q == ';')) q++;
-        if (q >= e || *q != 'm') return p;
-        p = q + 1;
+static int parsed(Parsed *last, const char *s, const char *e, Header *h) {
+    if (last->s != s || last->e != e) {
+        last->s = s;
+        last->e = e;
+        last->ok = header(s, e, &last->h);
     }
-    return p;
-}
-
-static const char *kube_stamp(const char *p, const char *e) {
-    /* 20DD-DD-DDTDD:DD:DD(.D+)?(Z|[+-]DD:?DD) then one space */
-    if (e - p < 21 || p[0] != '2' || p[1] != '0') return NULL;
-    const char *q = digits(p, e, 4);
-    if (!q || *q++ != '-' || !(q = digits(q, e, 2)) || *q++ != '-' || !(q = digits(q, e, 2)) || *q++ != 'T')
-        return NULL;
-    if (!(q = digits(q, e, 2)) || *q++ != ':' || !(q = digits(q, e, 2)) || *q++ != ':' || !(q = digits(q, e, 2)))
-        return NULL;
-    if (q < e && *q == '.') {
-        const char *r = q + 1;
-        while (r < e && is_digit(*r)) r++;
-        if (r == q + 1) return NULL;
-        q = r;
-    }
-    if (q < e && *q == 'Z') q++;
-    else if (q < e && (*q == '+' || *q == '-')) {
-        if (!(q = digits(q + 1, e, 2))) return NULL;
-        if (q < e && *q == ':') q++;
-        if (!(q = digits(q, e, 2))) return NULL;
-    } else return NULL;
-    if (q >= e || *q != ' ') return NULL;
-    return q + 1;
-}
-
-/* The strict header grammar; 1 when the line has it (h filled), else 0. */
-static int header(const char *p, const char *e, Header *h) {
-    memset(h, 0, sizeof(*h));
-    if (e - p >= 2 && p[0] == '2' && p[1] == '0') {
-        const char *q = kube_stamp(p, e);
-        if (!q) return 0;
-        p = q;
-    }
-    p = colour_codes(p, e);
-    if (p < e && *p == '(') {
-        const char *q = p + 1;
-        if (q >= e || !((*q >= 'A' && *q <= 'Z') || (*q >= 'a' && *q <= 'z') || *q == '_')) return 0;
-        h->name = q++;
-        while (q < e && is_idchar(*q) && q - h->name <= 60) q++;
-        h->name_end = q;
-        if (e - q < 6 || memcmp(q, " pid=", 5) != 0) return 0;
-        q += 5;
-        h->pid = q;
-        while (q < e && is_digit(*q)) q++;
-        if (q == h->pid || q >= e || *q != ')') return 0;
-        h->pid_end = q++;
-        q = colour_codes(q, e);
-        if (q < e && (*q == ' ' || *q == '\t')) q++;
-        p = q;
-    }
-    while (p < e && *p == ' ') p++;
-    h->level = p;
-    const char *q = level(p, e);
-    if (!q) return 0;
-    h->level_end = q;
-    if (q < e && *q == ':') {
-        if (q + 1 < e && (q[1] == ' ' || q[1] == '\t')) {
-            h->access = 1;
-            h->msg = q + 1;
-            return 1;
-        }
-        return 0;
-    }
-    if (q >= e || *q++ != ' ') return 0;
-    const char *t = q;
-    if (!(q = digits(q, e, 2)) || *q++ != '-' || !(q = digits(q, e, 2)) || *q++ != ' ') return 0;
-    if (!(q = digits(q, e, 2)) || *q++ != ':' || !(q = digits(q, e, 2)) || *q++ != ':' || !(q = digits(q, e, 2)))
-        return 0;
-    h->month = (t[0] - '0') * 10 + (t[1] - '0');
-    if (q < e && *q == '.') {
-        const char *r = q + 1;
-        while (r < e && is_digit(*r)) r++;
-        if (r == q + 1) return 0;
-        q = r;
-    }
-    if (q >= e || *q++ != ' ') return 0;
-    if (q < e && *q == '[') q++;
-    const char *f = q;
-    while (q < e && *q != ']' && (unsigned char)*q > ' ' && (unsigned char)*q < 0x7f) q++;
-    if (q >= e || *q != ']') return 0;
-    const char *d = q;
-    while (d > f && is_digit(d[-1])) d--;
-    if (d == q || d - 1 <= f || d[-1] != ':') return 0;
-    h->file = f;
-    h->file_end = q;
-    q++;
-    if (q < e && *q == ' ') q++;
-    h->msg = q;
-    return 1;
+    *h = last->h;
+    return last->ok;
 }
 
 static int same(const char *a, const char *ae, const char *b, const char *be) {
@@ -144,9 +45,9 @@ static int same(const char *a, const char *ae, const char *b, const char *be) {
 }
 
 /* Does the line starting at s (ending at e) surely start a record that cannot join h's? */
-static int safe_successor(const char *s, const char *e, const Header *h, int cr) {
+static int safe_successor(Parsed *last, const char *s, const char *e, const Header *h, int cr) {
     Header n;
-    if (cr || !header(s, e, &n)) return 0;
+    if (cr || !parsed(last, s, e, &n)) return 0;
     if (n.access) return 1;
     if (!same(n.name, n.name_end, h->name, h->name_end) || !same(n.pid, n.pid_end, h->pid, h->pid_end) ||
         !same(n.level, n.level_end, h->level, h->level_end) || !same(n.file, n.file_end, h->file, h->file_end))
@@ -198,83 +99,113 @@ static int collect_requests(Hits *rec, Hits *add, const char *data, const char *
     return 0;
 }
 
-static int collect_byte(Hits *h, const char *data, const char *e, char c) {
-    for (const char *p = data; p < e && (p = memchr(p, c, (size_t)(e - p))) != NULL; p++)
-        if (push(&h->at, &p) < 0) return -1;
-    return 0;
+enum { H_REC, H_PTI, H_ADD, H_N };
+
+/* A colour code (\[[0-9;]*[0-9]m) or Ray's "[repeated " at the '[' at p (e: the line's end)? */
+static int unclean_bracket(const char *p, const char *e) {
+    const char *r = p + 1;
+    while (r < e && (is_digit(*r) || *r == ';')) r++;
+    return (r < e && *r == 'm' && r > p + 1 && is_digit(r[-1])) || ((size_t)(e - p) >= 10 && memcmp(p, "[repeated ", 10) == 0);
 }
 
-/* '[' that starts a colour code (\[[0-9;]*[0-9]m) or Ray's "[repeated ". */
-static int collect_brackets(Hits *h, const char *data, const char *e) {
-    for (const char *p = data; p < e && (p = memchr(p, '[', (size_t)(e - p))) != NULL; p++) {
-        const char *r = p + 1;
-        while (r < e && (is_digit(*r) || *r == ';')) r++;
-        int colour = r < e && *r == 'm' && r > p + 1 && is_digit(r[-1]);
-        if ((colour || ((size_t)(e - p) >= 10 && memcmp(p, "[repeated ", 10) == 0)) && push(&h->at, &p) < 0) return -1;
-    }
-    return 0;
-}
-
-enum { H_REC, H_PTI, H_ADD, H_CR, H_BAR, H_ESC, H_BRACKET, H_NCCL, H_N };
-
-/* No byte or sequence that cleaning would act on in [p, e): CR, '|', ESC, colour codes, "[repeated ", " NCCL ". */
-static int clean_rest(Hits *hits, const char *p, const char *e) {
-    for (int k = H_CR; k < H_N; k++)
-        if (count_in(&hits[k], p, e, NULL)) return 0;
-    return 1;
-}
-
-/* How many bytes of p[0:n] are ','; *quoted when one is ' or ".  Sixteen bytes at a time (the lists of
- * token ids are most of a request line): a vector comparison is 0xff in each equal byte, so subtracting it
- * counts; the byte counters are summed every 255 blocks, before they can wrap. */
-static unsigned int count_commas(const unsigned char *p, size_t n, int *quoted) {
-    const v16 comma = SPLAT(','), quote = SPLAT('\''), dquote = SPLAT('"');
-    unsigned int total = 0;
-    v16 quotes = SPLAT(0);
-    size_t i = 0;
-    while (i + 16 <= n) {
-        v16 counts = SPLAT(0);
-        for (int k = 0; k < 255 && i + 16 <= n; k++, i += 16) {
+/* No byte or sequence that cleaning would act on in [p, e) (part of one line): CR, '|', ESC, colour codes,
+ * "[repeated ", " NCCL " (found by its 'L').  Only the lines that hold a request literal are asked, so this is
+ * a walk over each such line's message, sixteen bytes at a time, not a search over the window per cue (the '['
+ * of every line's "[file:N]" made that a memchr call or two per line). */
+static int clean_rest(const char *p, const char *e) {
+    const v16 cr = SPLAT('\r'), bar = SPLAT('|'), esc = SPLAT('\x1b'), open = SPLAT('['), ell = SPLAT('L');
+    const char *q = p;
+    for (;;) {
+        for (; q + 16 <= e; q += 16) {
             v16 x;
-            memcpy(&x, p + i, 16);
-            counts -= (v16)(x == comma);
-            quotes |= (v16)((x == quote) | (x == dquote));
+            memcpy(&x, q, 16);
+            v16 hit = (v16)((x == cr) | (x == bar) | (x == esc) | (x == open) | (x == ell));
+            uint64_t lo, hi;
+            memcpy(&lo, &hit, 8);
+            memcpy(&hi, (const char *)&hit + 8, 8);
+            if (lo | hi) break;
         }
-        for (int k = 0; k < 16; k++) total += counts[k];
+        const char *stop = q + 16 <= e ? q + 16 : e;
+        for (; q < stop; q++) {
+            char c = *q;
+            if (c == '\r' || c == '|' || c == '\x1b') return 0;
+            if (c == '[' && unclean_bracket(q, e)) return 0;
+            if (c == 'L' && q - 4 >= p && q + 2 <= e && memcmp(q - 4, " NCCL ", 6) == 0) return 0;
+        }
+        if (q >= e) return 1;
     }
-    int any = 0;
-    for (int k = 0; k < 16; k++) any |= quotes[k];
-    for (; i < n; i++) {
-        total += p[i] == ',';
-        any |= p[i] == '\'' || p[i] == '"';
-    }
-    *quoted = any != 0;
-    return total;
 }
 
-/* The size mask() gives the token id list u[0:n] (between its brackets): commas + 1 when it holds
- * anything, 0 when empty; -1 when its first non-space byte is neither a digit nor the end. */
-static int token_list(const unsigned char *u, size_t n) {
-    size_t i = 0;
-    while (i < n && u[i] == ' ') i++;
-    if (i == n) return 0;
-    if (!is_digit((char)u[i])) return -1;
-    int quoted;
-    unsigned int commas = count_commas(u + i, n - i, &quoted);
-    return quoted ? -1 : (int)commas + 1;
+/* Is the byte at p one that ends a token id list's plain run, and does it fail the line?  (quotes: the list
+ * may be inside a user string; the rest: what cleaning acts on, see clean_rest; lo: the message's start) */
+static int list_fails(const char *lo, const char *p, const char *e) {
+    char c = *p;
+    return c == '\'' || c == '"' || c == '\r' || c == '|' || c == '\x1b' || (c == '[' && unclean_bracket(p, e)) ||
+           (c == 'L' && p - 4 >= lo && p + 2 <= e && memcmp(p - 4, " NCCL ", 6) == 0);
+}
+
+/* The token id list opening at the '[' at q, to the line's end e: the size mask() gives it (commas + 1, 0 when
+ * empty) when it is closed, starts with an id (after spaces), no quote is in it or after it (else
+ * "prompt_token_ids: [" may be inside a user string) and nothing in [q, e) is what cleaning acts on (see
+ * clean_rest; lo: where the message starts); else -1.  One walk, sixteen bytes at a time: inside the list a
+ * block of digits, commas and spaces only has its commas counted (a vector comparison is 0xff in each equal
+ * byte, so subtracting it counts; the byte counters are summed every 255 blocks, before they can wrap), after
+ * it a block without a quote or cleaning cue is passed over; any other block is read byte by byte.  *pure_end:
+ * the closing ']' when the list holds nothing but digits, commas and spaces (see engines.LISTS_CUT), else NULL. */
+static int list_rest(const char *lo, const char *q, const char *e, const char **pure_end) {
+    if (unclean_bracket(q, e)) return -1;
+    const char *p = q + 1;
+    while (p < e && *p == ' ') p++;
+    if (p < e && *p != ']' && !is_digit(*p)) return -1;
+    const v16 comma = SPLAT(','), space = SPLAT(' '), zero = SPLAT('0'), nine = SPLAT(9);
+    unsigned int commas = 0;
+    int closed = 0, odd = 0;
+    while (!closed && p < e) {
+        v16 counts = SPLAT(0);
+        for (int k = 0; k < 255 && p + 16 <= e; k++, p += 16) {
+            v16 x;
+            memcpy(&x, p, 16);
+            v16 commas_here = (v16)(x == comma);
+            if (bitmask((v16)((v16)(x - zero) <= nine) | commas_here | (v16)(x == space)) != 0xffff) break;
+            counts -= commas_here;
+        }
+        for (int i = 0; i < 16; i++) commas += counts[i];
+        for (const char *stop = p + 16 <= e ? p + 16 : e; p < stop && !closed; p++) {
+            if (*p == ',') commas++;
+            else if (*p == ']') {
+                closed = 1;
+                *pure_end = odd ? NULL : p;
+            } else if (list_fails(lo, p, e)) return -1;
+            else odd |= *p != ' ' && !is_digit(*p);
+        }
+    }
+    if (!closed) return -1;
+    const v16 quote = SPLAT('\''), dquote = SPLAT('"'), cr = SPLAT('\r'), bar = SPLAT('|'), esc = SPLAT('\x1b'),
+              open = SPLAT('['), ell = SPLAT('L');
+    while (p < e) {
+        for (; p + 16 <= e; p += 16) {
+            v16 x;
+            memcpy(&x, p, 16);
+            if (bitmask((v16)((x == quote) | (x == dquote) | (x == cr) | (x == bar) | (x == esc) | (x == open) | (x == ell))))
+                break;
+        }
+        for (const char *stop = p + 16 <= e ? p + 16 : e; p < stop; p++)
+            if (list_fails(lo, p, e)) return -1;
+    }
+    const char *first = q + 1;
+    while (*first == ' ') first++;
+    return *first == ']' ? 0 : (int)commas + 1;
 }
 
 /* kind (1, 2) and tokens of an ok line, or 0. */
-static int classify(Hits *hits, const char *s, const char *e, const char *next, const char *next_end, int *tokens,
-                    int *month) {
+static int classify(Hits *hits, Parsed *last, const char *s, const char *e, const char *next, const char *next_end,
+                    int *tokens, int *month, const char **list) {
     const char *rec = NULL, *pti = NULL, *add = NULL;
     int nrec = count_in(&hits[H_REC], s, e, &rec), npti = count_in(&hits[H_PTI], s, e, &pti);
     int nadd = count_in(&hits[H_ADD], s, e, &add);
     Header h;
-    if (next == NULL || !header(s, e, &h) || h.access) return 0;
-    if (!clean_rest(hits, h.msg, e)) return 0;
-    for (const char *q = s; q < h.msg; q++)
-        if ((unsigned char)*q >= 0x80) return 0;
+    if (next == NULL || !parsed(last, s, e, &h) || h.access) return 0;
+    /* [s, h.msg) is ASCII: header() takes no byte over 0x7e */
     const char *m = h.msg;
     if (nrec == 1 && npti == 1 && nadd == 0 && rec == m && e - m > (Py_ssize_t)REC_N && m[REC_N] == ' ') {
         const char *q = m + REC_N + 1, *id = q;
@@ -282,21 +213,22 @@ static int classify(Hits *hits, const char *s, const char *e, const char *next, 
         if (q == id || q >= e || *q != ':') return 0;
         if (pti[-1] != ' ') return 0;
         q = pti + PTI_N;
-        if (q >= e || *q != '[') return 0;
-        const char *close = memchr(q, ']', (size_t)(e - q));
-        if (!close) return 0;
-        int size = token_list((const unsigned char *)q + 1, (size_t)(close - q - 1));
+        if (q >= e || *q != '[' || !clean_rest(m, q)) return 0;
+        const char *close = NULL;
+        int size = list_rest(m, q, e, &close);
         if (size < 0) return 0;
-        /* a quote in (token_list) or after the list: "prompt_token_ids: [" may be inside a user string */
-        if (memchr(close, '\'', (size_t)(e - close)) || memchr(close, '"', (size_t)(e - close))) return 0;
         *tokens = size;
-        if (!safe_successor(next, next_end, &h, count_in(&hits[H_CR], next, next_end, NULL))) return 0;
+        if (!safe_successor(last, next, next_end, &h, memchr(next, '\r', (size_t)(next_end - next)) != NULL)) return 0;
         *month = h.month;
+        if (close && close > q + 1) {
+            list[0] = q + 1;
+            list[1] = close;
+        }
         return 1;
     }
     if (nadd == 1 && nrec == 0 && npti == 0 && add == m && e - m > (Py_ssize_t)ADD_N + 1 && m[ADD_N] == ' ' &&
         is_idchar(m[ADD_N + 1])) {
-        if (!safe_successor(next, next_end, &h, count_in(&hits[H_CR], next, next_end, NULL))) return 0;
+        if (!clean_rest(m, e) || !safe_successor(last, next, next_end, &h, memchr(next, '\r', (size_t)(next_end - next)) != NULL)) return 0;
         *tokens = 0;
         *month = h.month;
         return 2;
@@ -318,23 +250,21 @@ PyObject *hot_scan(PyObject *self, PyObject *arg) {
     Py_buffer view;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
     const char *data = view.buf, *end = data + view.len;
-    Buf idx = {NULL, 0, 0, 4}, kind = {NULL, 0, 0, 1}, tok = {NULL, 0, 0, 4};
+    Buf idx = {NULL, 0, 0, 4}, kind = {NULL, 0, 0, 1}, tok = {NULL, 0, 0, 4}, lists = {NULL, 0, 0, 16};
     Hits hits[H_N];
     memset(hits, 0, sizeof(hits));
     for (int k = 0; k < H_N; k++) hits[k].at.item = sizeof(char *);
     PyObject *bad = PyList_New(0), *result = NULL;
     int months = 0;
     if (!bad) goto done;
-    /* telling bytes: the 'q' of "request", the 'k' of "token", the 'L' of " NCCL " (the 'N' is in every INFO) */
-    if (collect_requests(&hits[H_REC], &hits[H_ADD], data, end) < 0 || collect(&hits[H_PTI], data, end, PTI, PTI_N, 9) < 0 ||
-        collect_byte(&hits[H_CR], data, end, '\r') < 0 ||
-        collect_byte(&hits[H_BAR], data, end, '|') < 0 || collect_byte(&hits[H_ESC], data, end, '\x1b') < 0 ||
-        collect_brackets(&hits[H_BRACKET], data, end) < 0 || collect(&hits[H_NCCL], data, end, " NCCL ", 6, 4) < 0) {
+    /* telling bytes: the 'q' of "request", the 'k' of "token" */
+    if (collect_requests(&hits[H_REC], &hits[H_ADD], data, end) < 0 || collect(&hits[H_PTI], data, end, PTI, PTI_N, 9) < 0) {
         PyErr_NoMemory();
         goto done;
     }
     const char *line = data, *known = NULL, *known_nl = NULL; /* the newline after `known`, found before */
     int32_t number = 0;
+    Parsed last = {NULL, NULL, 0, {0}};
     for (const char *at = next_hot(hits, data); at; at = next_hot(hits, line)) {
         const char *nl;
         while ((nl = (line == known ? known_nl : memchr(line, '\n', (size_t)(end - line)))) != NULL && nl < at) {
@@ -352,11 +282,14 @@ PyObject *hot_scan(PyObject *self, PyObject *arg) {
         known_nl = next_end;
         if (next && !next_end) next_end = end;
         int tokens = 0, month = 0;
-        int k = classify(hits, line, line_end, next, next_end, &tokens, &month);
+        const char *list[2] = {NULL, NULL};
+        int k = classify(hits, &last, line, line_end, next, next_end, &tokens, &month, list);
         if (k) {
             uint8_t kb = (uint8_t)k;
             int32_t t = tokens;
-            if (push(&idx, &number) < 0 || push(&kind, &kb) < 0 || push(&tok, &t) < 0) {
+            int64_t span[2] = {list[0] - data, list[1] - data};
+            if (push(&idx, &number) < 0 || push(&kind, &kb) < 0 || push(&tok, &t) < 0 ||
+                (list[0] && push(&lists, span) < 0)) {
                 PyErr_NoMemory();
                 goto done;
             }
@@ -373,13 +306,14 @@ PyObject *hot_scan(PyObject *self, PyObject *arg) {
         line = nl + 1;
         number++;
     }
-    result = Py_BuildValue("(y#y#y#Oi)", idx.data ? idx.data : "", idx.len, kind.data ? kind.data : "", kind.len,
-                           tok.data ? tok.data : "", tok.len, bad, months);
+    result = Py_BuildValue("(y#y#y#Oiy#)", idx.data ? idx.data : "", idx.len, kind.data ? kind.data : "", kind.len,
+                           tok.data ? tok.data : "", tok.len, bad, months, lists.data ? lists.data : "", lists.len);
 done:
     Py_XDECREF(bad);
     PyMem_Free(idx.data);
     PyMem_Free(kind.data);
     PyMem_Free(tok.data);
+    PyMem_Free(lists.data);
     for (int k = 0; k < H_N; k++) PyMem_Free(hits[k].at.data);
     PyBuffer_Release(&view);
     return result;

@@ -1,200 +1,8 @@
-/* The window-level searches of engdiag/logs/windowscan.py in C, and the module (hot_scan is in _hotlines.c).
+/* The window-level searches of engdiag/logs/windowscan.py in C, and the module (hot_scan is in _hotlines.c,
+ * cue_span and proc_tags in _cues.c).
  * Each function must give exactly what its Python twin gives (tests/test_hot_scan.py). */
 #include "_scan.h"
 
-
-/* After the lazy content of a tag, at q: " pid=\d+(?:, ip=([^)\s]*))?\)"; the end after ')' or NULL. */
-static const char *pid_tail(const char *q, const char *e, const char **ip, const char **ip_end) {
-    if (e - q < 7 || q[0] != ' ' || q[1] != 'p' || memcmp(q, " pid=", 5) != 0 || !is_digit(q[5])) return NULL;
-    q += 5;
-    while (q < e && is_digit(*q)) q++;
-    *ip = *ip_end = NULL;
-    if (q < e && *q == ')') return q + 1;
-    if ((size_t)(e - q) >= 5 && memcmp(q, ", ip=", 5) == 0) {
-        const char *r = q + 5;
-        while (r < e && *r != ')' && !is_space(*r)) r++;
-        if (r < e && *r == ')') {
-            *ip = q + 5;
-            *ip_end = r;
-            return r + 1;
-        }
-    }
-    return NULL;
-}
-
-/* _TAG at the '(' at s, content starting at c (at least `least` chars): the end of the match or NULL. */
-static const char *tag_at(const char *c, const char *e, int least, const char **pid_at, const char **ip,
-                          const char **ip_end) {
-    for (int k = 0; k <= 250 && c + k <= e; k++) {
-        if (k >= least) {
-            const char *end = pid_tail(c + k, e, ip, ip_end);
-            if (end) {
-                *pid_at = c + k + 5;
-                return end;
-            }
-        }
-        if (c + k >= e) break;
-        char ch = c[k];
-        if (ch == '(' || ch == ')' || ch == '\n') break;
-    }
-    return NULL;
-}
-
-static PyObject *proc_tags(PyObject *self, PyObject *arg) {
-    Py_buffer view;
-    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
-    const char *p = view.buf, *e = p + view.len;
-    PyObject *found = PySet_New(NULL);
-    const char *last = NULL;
-    Py_ssize_t last_len = 0;
-    while (found && p < e) {
-        const char *s = memchr(p, '(', (size_t)(e - p));
-        if (!s) break;
-        if (last && e - s >= last_len && memcmp(s, last, (size_t)last_len) == 0) {
-            p = s + last_len; /* the same bytes as the last tag found: the same match */
-            continue;
-        }
-        const char *pid_at, *ip, *ip_end;
-        const char *end = tag_at(s + 1, e, 1, &pid_at, &ip, &ip_end);
-        if (!end) {
-            p = s + 1;
-            continue;
-        }
-        if (!(last && end - s == last_len && memcmp(s, last, (size_t)last_len) == 0)) {
-            const char *pid_end = pid_at;
-            while (is_digit(*pid_end)) pid_end++;
-            PyObject *item = Py_BuildValue("(y#y#y#y#)", s, (Py_ssize_t)(end - s), s + 1, (Py_ssize_t)(pid_at - 5 - s - 1),
-                                           pid_at, (Py_ssize_t)(pid_end - pid_at), ip ? ip : "",
-                                           (Py_ssize_t)(ip ? ip_end - ip : 0));
-            if (!item || PySet_Add(found, item) < 0) {
-                Py_XDECREF(item);
-                Py_CLEAR(found);
-                break;
-            }
-            Py_DECREF(item);
-            last = s;
-            last_len = end - s;
-        }
-        p = end;
-    }
-    PyBuffer_Release(&view);
-    return found;
-}
-
-static const char *ROLES[] = {"EngineCore", "APIServer", "ApiServer", "VllmWorker", "Worker", "RayWorker"};
-
-/* A role name at p (n bytes) followed by \S* ' ' LEVEL ' ', and not by " pid=" (a tag)? */
-static int bare_role_at(const char *p, size_t n, const char *e) {
-    const char *q = p + n;
-    if (q + 5 < e && q[0] == ' ' && q[1] == 'p' && q[2] == 'i' && q[3] == 'd' && q[4] == '=') return 0;
-    while (q < e && !is_space(*q)) q++;
-    if (q < e && *q == ' ') {
-        const char *l = level(q + 1, e);
-        if (l && l < e && *l == ' ') return 1;
-    }
-    return 0;
-}
-
-/* The lines holding the window's cues: the first and the last hit seen so far. */
-typedef struct {
-    const char *first, *last;
-} Span;
-
-static void widen(Span *span, const char *hit) {
-    if (!span->first || hit < span->first) span->first = hit;
-    if (!span->last || hit > span->last) span->last = hit;
-}
-
-/* Every role name followed by \S* ' ' LEVEL ' ' (and no " pid="): a process named without a tag. */
-static void bare_role_cues(const char *data, const char *e, Span *span) {
-    /* "APIServer" and "ApiServer" share their first byte, and every API server line has one: one pass for both */
-    for (const char *p = data; p < e && (p = memchr(p, 'A', (size_t)(e - p))) != NULL; p++)
-        if (e - p >= 9 && (memcmp(p, "APIServer", 9) == 0 || memcmp(p, "ApiServer", 9) == 0) && bare_role_at(p, 9, e))
-            widen(span, p);
-    static const char *names[] = {"EngineCore", "Worker"};
-    for (int i = 0; i < 2; i++) {
-        size_t n = strlen(names[i]);
-        for (const char *p = find(data, e, names[i], n); p; p = find(p + 1, e, names[i], n))
-            if (bare_role_at(p, n, e)) widen(span, p);
-    }
-}
-
-/* Length of the role name after '(' at s (0: none). */
-static size_t role_after(const char *s, const char *e) {
-    for (int i = 0; i < 6; i++) {
-        size_t m = strlen(ROLES[i]);
-        if ((size_t)(e - s - 1) >= m && memcmp(s + 1, ROLES[i], m) == 0) return m;
-    }
-    return 0;
-}
-
-/* As many role tags (\((role)[^()\n]{0,250}\)) as role tags with a pid?  Both findall counts in one walk
- * over the '(' of the window: each count keeps its own cursor (where its last match ended), so each sees
- * exactly the '(' its own pass would. */
-static int role_tags_without_pid(const char *data, const char *e) {
-    Py_ssize_t count[2] = {0, 0}, last_len[2] = {0, 0};
-    const char *cursor[2] = {data, data}, *last[2] = {NULL, NULL};
-    for (const char *s = data; s < e && (s = memchr(s, '(', (size_t)(e - s))) != NULL; s++) {
-        for (int pass = 0; pass < 2; pass++) {
-            if (s < cursor[pass]) continue;
-            if (last[pass] && e - s >= last_len[pass] && memcmp(s, last[pass], (size_t)last_len[pass]) == 0) {
-                count[pass]++; /* the same bytes as the last match: the same match */
-                cursor[pass] = s + last_len[pass];
-                continue;
-            }
-            size_t n = role_after(s, e);
-            const char *end = NULL;
-            if (n && pass == 0) {
-                const char *q = s + 1 + n;
-                for (int k = 0; k <= 250 && q < e && *q != '(' && *q != ')' && *q != '\n'; k++) q++;
-                if (q < e && *q == ')' && q - (s + 1 + n) <= 250) end = q + 1;
-            } else if (n) {
-                const char *pid_at, *ip, *ip_end;
-                end = tag_at(s + 1 + n, e, 0, &pid_at, &ip, &ip_end);
-            }
-            if (end) {
-                count[pass]++;
-                last[pass] = s;
-                last_len[pass] = end - s;
-                cursor[pass] = end;
-            } else cursor[pass] = s + 1;
-        }
-    }
-    return count[0] != count[1];
-}
-
-/* The start of the line holding p. */
-static const char *line_start(const char *data, const char *p) {
-    while (p > data && p[-1] != '\n') p--;
-    return p;
-}
-
-/* cue_span(window) -> (start of the first line with a cue, start of the last one), or None: the lines that name
- * a process where the tag search cannot see it (glog [rankN]:, NCCL, vllm-omni's [Stage-N], bare role names;
- * role tags without pid= are counted, not placed: they make the whole window the span). */
-static PyObject *cue_span(PyObject *self, PyObject *arg) {
-    Py_buffer view;
-    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
-    const char *data = view.buf, *e = data + view.len;
-    Span span = {NULL, NULL};
-    for (const char *p = find(data, e, "[rank", 5); p; p = find(p + 1, e, "[rank", 5)) {
-        const char *q = p + 5;
-        while (q < e && *q != ']' && *q != '\n') q++;
-        if (q + 1 < e && *q == ']' && q[1] == ':') widen(&span, p);
-    }
-    for (const char *p = find_at(data, e, " NCCL ", 6, 4); p; p = find_at(p + 1, e, " NCCL ", 6, 4)) widen(&span, p);
-    for (const char *p = find(data, e, "[Stage-", 7); p; p = find(p + 1, e, "[Stage-", 7)) widen(&span, p);
-    bare_role_cues(data, e, &span);
-    if (role_tags_without_pid(data, e)) {
-        widen(&span, data);
-        widen(&span, e);
-    }
-    PyObject *result = span.first ? Py_BuildValue("(nn)", (Py_ssize_t)(line_start(data, span.first) - data),
-                                                  (Py_ssize_t)(line_start(data, span.last) - data))
-                                  : Py_NewRef(Py_None);
-    PyBuffer_Release(&view);
-    return result;
-}
 
 static PyObject *line_starts(PyObject *self, PyObject *arg) {
     Py_buffer view;
@@ -381,6 +189,83 @@ static PyObject *strip_colour(PyObject *self, PyObject *arg) {
     return out;
 }
 
+/* cut_lists(data, lists, starts) -> (data without the byte ranges of `lists`, its line starts): lists are int64
+ * (start, end) pairs, ascending, none holding a newline (hot_scan's pure token id lists); starts are data's
+ * line starts (int64), each moved back by the bytes cut before it.  For the literal search (bulk.py). */
+static PyObject *cut_lists(PyObject *self, PyObject *args) {
+    Py_buffer view, spans, starts;
+    if (!PyArg_ParseTuple(args, "y*y*y*", &view, &spans, &starts)) return NULL;
+    const int64_t *at = spans.buf, *line = starts.buf;
+    Py_ssize_t pairs = spans.len / 16, lines = starts.len / 8, size = view.len;
+    PyObject *out = NULL, *moved = NULL, *result = NULL;
+    for (Py_ssize_t i = 0; i < pairs; i++) {
+        if (at[2 * i] < (i ? at[2 * i - 1] : 0) || at[2 * i] > at[2 * i + 1] || at[2 * i + 1] > view.len) {
+            PyErr_SetString(PyExc_ValueError, "cut_lists: ranges out of order or out of the data");
+            goto done;
+        }
+        size -= at[2 * i + 1] - at[2 * i];
+    }
+    out = PyBytes_FromStringAndSize(NULL, size);
+    moved = PyBytes_FromStringAndSize(NULL, starts.len);
+    if (!out || !moved) goto done;
+    char *w = PyBytes_AS_STRING(out);
+    const char *data = view.buf;
+    int64_t from = 0;
+    for (Py_ssize_t i = 0; i < pairs; i++) {
+        memcpy(w, data + from, (size_t)(at[2 * i] - from));
+        w += at[2 * i] - from;
+        from = at[2 * i + 1];
+    }
+    memcpy(w, data + from, (size_t)(view.len - from));
+    int64_t *to = (int64_t *)PyBytes_AS_STRING(moved), cut = 0;
+    Py_ssize_t k = 0;
+    for (Py_ssize_t i = 0; i < lines; i++) {
+        for (; k < pairs && at[2 * k + 1] <= line[i]; k++) cut += at[2 * k + 1] - at[2 * k];
+        to[i] = line[i] - cut;
+    }
+    result = PyTuple_Pack(2, out, moved);
+done:
+    Py_XDECREF(out);
+    Py_XDECREF(moved);
+    PyBuffer_Release(&view);
+    PyBuffer_Release(&spans);
+    PyBuffer_Release(&starts);
+    return result;
+}
+
+/* histogram(values) -> {value: how many}: the int32 values (hot_scan's token counts) counted, as
+ * collections.Counter counts them (~60 ns a value in Python, a few thousand values a window). */
+static PyObject *histogram(PyObject *self, PyObject *arg) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    const int32_t *v = view.buf;
+    Py_ssize_t n = view.len / 4;
+    enum { SMALL = 4096 };
+    Py_ssize_t *small = PyMem_Calloc(SMALL, sizeof(Py_ssize_t));
+    PyObject *out = small ? PyDict_New() : PyErr_NoMemory();
+    for (Py_ssize_t i = 0; out && i < n; i++) {
+        if (v[i] >= 0 && v[i] < SMALL) {
+            small[v[i]]++;
+            continue;
+        }
+        PyObject *key = PyLong_FromLong(v[i]), *had = key ? PyDict_GetItemWithError(out, key) : NULL;
+        PyObject *count = key && !PyErr_Occurred() ? PyLong_FromSsize_t((had ? PyLong_AsSsize_t(had) : 0) + 1) : NULL;
+        if (!count || PyDict_SetItem(out, key, count) < 0) Py_CLEAR(out);
+        Py_XDECREF(key);
+        Py_XDECREF(count);
+    }
+    for (Py_ssize_t k = 0; out && k < SMALL; k++) {
+        if (!small[k]) continue;
+        PyObject *key = PyLong_FromSsize_t(k), *count = PyLong_FromSsize_t(small[k]);
+        if (!key || !count || PyDict_SetItem(out, key, count) < 0) Py_CLEAR(out);
+        Py_XDECREF(key);
+        Py_XDECREF(count);
+    }
+    PyMem_Free(small);
+    PyBuffer_Release(&view);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"hot_scan", hot_scan, METH_O, "Request lines of a window that can be counted (see engdiag/logs/hotscan.py)."},
     {"proc_tags", proc_tags, METH_O, "Distinct process tags with a pid, as bulk._TAG.findall finds them."},
@@ -390,6 +275,8 @@ static PyMethodDef methods[] = {
     {"newlines", newlines, METH_VARARGS, "How many newlines buffer[:end] holds."},
     {"colour", colour, METH_O, "Does the window hold a colour code?"},
     {"strip_colour", strip_colour, METH_O, "The window without its colour codes."},
+    {"cut_lists", cut_lists, METH_VARARGS, "The window without the given byte ranges, and its line starts."},
+    {"histogram", histogram, METH_O, "How many times each int32 value occurs (as collections.Counter counts)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -7,9 +7,9 @@
 #include <string.h>
 
 static inline int is_digit(char c) { return c >= '0' && c <= '9'; }
-static inline int is_idchar(char c) {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || is_digit(c) || c == '_' || c == '.' || c == '-';
-}
+/* [A-Za-z0-9_.-] by table (a request id is read byte by byte on every request line) */
+static const unsigned char IDCHARS[256] = {['A' ... 'Z'] = 1, ['a' ... 'z'] = 1, ['0' ... '9'] = 1, ['_'] = 1, ['.'] = 1, ['-'] = 1};
+static inline int is_idchar(char c) { return IDCHARS[(unsigned char)c]; }
 
 
 static inline int is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
@@ -54,6 +54,21 @@ static inline const char *find(const char *p, const char *e, const char *needle,
 typedef unsigned char v16 __attribute__((vector_size(16)));
 #define SPLAT(c) ((v16){c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c})
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+/* One bit per byte of a comparison's result (bit i: byte i is 0xff): SSE2's movemask, else byte by byte. */
+static inline unsigned bitmask(v16 hit) {
+#if defined(__SSE2__)
+    return (unsigned)_mm_movemask_epi8((__m128i)hit);
+#else
+    unsigned mask = 0;
+    for (int i = 0; i < 16; i++) mask |= (unsigned)(hit[i] & 1) << i;
+    return mask;
+#endif
+}
+
 typedef struct {
     char *data;
     Py_ssize_t len, cap, item;
@@ -73,6 +88,20 @@ static inline int push(Buf *b, const void *value) {
 }
 
 
+/* A request line's header (_header.c), as hot_scan reads it. */
+typedef struct {
+    const char *name, *name_end; /* process tag name (NULL: none) */
+    const char *pid, *pid_end;
+    const char *level, *level_end;
+    const char *file, *file_end; /* "file:N" */
+    const char *msg;            /* first byte of the message */
+    int month;
+    int access;                 /* 1: "LEVEL:" + whitespace (uvicorn) instead of a vLLM header */
+} Header;
+
+__attribute__((visibility("hidden"))) int header(const char *p, const char *e, Header *h);
 PyObject *hot_scan(PyObject *self, PyObject *arg);
+PyObject *cue_span(PyObject *self, PyObject *arg);
+PyObject *proc_tags(PyObject *self, PyObject *arg);
 
 #endif

@@ -31,11 +31,11 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 from engdiag.logs import counting
+from engdiag.logs.blocks import Lines, windows
 from engdiag.logs.counting import COUNTABLE, Count, Found, hot_window, scan_window
-from engdiag.logs.engines import Finder, finder, literal_bytes, searches
+from engdiag.logs.engines import LISTS_CUT, Finder, finder, literal_bytes, searches
 from engdiag.logs.events import Event, Proc
 from engdiag.logs.hotscan import HOT_LITERALS, HotScan
-from engdiag.logs.blocks import Lines, windows
 from engdiag.logs.windowscan import Searches
 
 TagSearch = Callable[[bytes], set[tuple[bytes, bytes, bytes, bytes]]]
@@ -172,11 +172,12 @@ def _hot(window: _Window, index: int, literals: set[int], source: str) -> list[E
     return hot_events(found[0], literals, source)
 
 
-def _candidates(window: _Window, find: Finder, searches: Searches) -> dict[int, set[int]]:
-    """Line index → literals it holds (searched with colour codes removed, as cleaning would)."""
+def _candidates(window: _Window, find: Finder, searches: Searches, lists: bytes = b"") -> dict[int, set[int]]:
+    """Line index → literals it holds (searched without colour codes, as cleaned, and ``engines.LISTS_CUT``)."""
+    data, starts = searches.cut_lists(window.data, lists, window.starts) if lists else (window.data, window.starts)
     if window.quick:
-        return find(window.data, window.starts)
-    searched = searches.strip_colour(window.data)
+        return find(data, memoryview(starts).cast("q") if lists else window.starts)
+    searched = searches.strip_colour(data)
     return find(searched, memoryview(searches.line_starts(searched)[0]).cast("q"))
 
 
@@ -314,7 +315,8 @@ def _scan_window(window: _Window, first_window: bool, scanner: LineScanner, run:
     if hot is None:
         found = _candidates(window, run.find, run.searches)
     else:
-        found = counting.candidates(_candidates(window, run.find_rare, run.searches), hot, run.numbers)
+        lists = found_hot[5] if LISTS_CUT and found_hot is not None else b""
+        found = counting.candidates(_candidates(window, run.find_rare, run.searches, lists), hot, run.numbers)
     if not _sparse(window, found):
         if hot is not None:
             found = counting.every_candidate(found, hot, run.numbers)

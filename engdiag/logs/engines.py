@@ -17,12 +17,13 @@ import os
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from functools import lru_cache
+from itertools import pairwise
 
 from engdiag.errors import UsageError
 from engdiag.logs.hotscan import HOT_LITERALS, native
+from engdiag.logs.patterns import LITERALS
 from engdiag.logs.windowscan import PYTHON, Searches
 from engdiag.logs.windowscan import native as native_searches
-from engdiag.logs.patterns import LITERALS
 
 ENV = "ENGDIAG_SCANNER"
 BACKENDS = ("native", "hyperscan", "python", "lines")
@@ -39,6 +40,25 @@ def literal_bytes() -> tuple[bytes, ...]:
 def _searched(rare: bool) -> list[tuple[int, bytes]]:
     """(number, literal) of the literals a finder searches: all, or all but the hot ones (counted apart)."""
     return [(n, lit) for n, lit in enumerate(literal_bytes()) if not (rare and lit in HOT_LITERALS)]
+
+
+_IDS = frozenset(b"0123456789, ")
+
+
+def outside_id_lists(literal: bytes) -> bool:
+    """Is every match of ``literal`` kept whole when the token id lists ``hot_scan`` reports are cut out?
+
+    Such a list holds nothing but digits, commas and spaces between its ``[`` and ``]``: a match can
+    only meet its bytes by being made of those bytes alone, or by holding ``[`` then one of them, or one
+    of them then ``]``.  A match clear of the lists stays whole on its line (no list holds a newline).
+    """
+    pairs = pairwise(literal)
+    return not set(literal) <= _IDS and not any((a == 0x5B and b in _IDS) or (a in _IDS and b == 0x5D) for a, b in pairs)
+
+
+LISTS_CUT = all(outside_id_lists(literal) for _, literal in _searched(rare=True))
+"""The search for the rare literals may skip the counted request lines' token id lists (checked at import
+against the rule table: should a rule's literal ever hold what a list holds, the lists are searched again)."""
 
 
 def _python_finder(rare: bool) -> Finder:

@@ -18,7 +18,10 @@ each other and, through the bulk scanner, to the line scanner.
 Returns ``(ok_index, ok_kind, ok_tokens, bad, months)``: the ok lines' indices
 (int32 array bytes), kinds (1 received, 2 added; uint8), token counts (int32),
 ``[(index, literal bits)]`` of the bad lines (bits: 1 received, 2 token ids,
-4 added) and a bitmask of the months of the ok lines (for the New Year guard).
+4 added), a bitmask of the months of the ok lines (for the New Year guard) and
+the ``(start, end)`` offsets (int64 pairs) of the ok lines' token id lists that hold
+nothing but digits, commas and spaces, between their brackets (the literal search
+skips them: ``engines.LISTS_CUT``).
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from bisect import bisect_left
 from collections.abc import Callable
 from functools import lru_cache
 
-HotScan = Callable[[bytes], tuple[bytes, bytes, bytes, list[tuple[int, int]], int]]
+HotScan = Callable[[bytes], tuple[bytes, bytes, bytes, list[tuple[int, int]], int, bytes]]
 
 REC = b"Received request"
 PTI = b"prompt_token_ids: "
@@ -101,47 +104,53 @@ def _safe_successor(window: _Window, start: int, end: int, head: re.Match[bytes]
     return data.startswith(REC + b" ", msg) or data.startswith(ADD + b" ", msg)
 
 
-def _classify(window: _Window, start: int, end: int, bits: int, next_end: int | None) -> tuple[int, int, int]:
-    """(kind, tokens, month) of an ok line; kind 0 when it must be read the full way."""
+_IDS = b"0123456789, "
+_NOTHING = (0, 0, 0, None)
+
+
+def _classify(window: _Window, start: int, end: int, bits: int, next_end: int | None
+              ) -> tuple[int, int, int, tuple[int, int] | None]:
+    """(kind, tokens, month, pure token id list) of an ok line; kind 0 when it must be read the full way."""
     if next_end is None:
-        return 0, 0, 0
+        return _NOTHING
     data = window.data
     head = window.header(start, end)
     if head is None or head["access"] is not None:
-        return 0, 0, 0
+        return _NOTHING
     msg = head.end()
-    if window.unclean(msg, end) or not data[start:msg].isascii():
-        return 0, 0, 0
+    if window.unclean(msg, end):  # the header is ASCII: _HEADER takes no other byte
+        return _NOTHING
     month = int(head["mo"])
     if bits == 3 and data.startswith(REC + b" ", msg):
         if data.find(REC, msg + 1, end) != -1:
-            return 0, 0, 0
+            return _NOTHING
         ident = _ID.match(data, msg + len(REC) + 1, end)
         if ident is None or data[ident.end() : ident.end() + 1] != b":" or ident.end() >= end:
-            return 0, 0, 0
+            return _NOTHING
         at = data.find(PTI, start, end)
         if at == -1 or data.find(PTI, at + 1, end) != -1 or data[at - 1 : at] != b" ":
-            return 0, 0, 0
+            return _NOTHING
         opening = at + len(PTI)
         close = data.find(b"]", opening, end)
         if data[opening : opening + 1] != b"[" or close == -1:
-            return 0, 0, 0
+            return _NOTHING
         rest = data[opening:end]
         if b"'" in rest or b'"' in rest:
-            return 0, 0, 0  # a quote in or after the list: "prompt_token_ids: [" may be inside a user string
+            return _NOTHING  # a quote in or after the list: "prompt_token_ids: [" may be inside a user string
         inside = data[opening + 1 : close].lstrip(b" ")
         if inside and not inside[:1].isdigit():
-            return 0, 0, 0  # mask() counts what is there; only a list that starts with an id is surely ids
+            return _NOTHING  # mask() counts what is there; only a list that starts with an id is surely ids
         tokens = inside.count(b",") + 1 if inside else 0
         if not _safe_successor(window, end + 1, next_end, head):
-            return 0, 0, 0
-        return 1, tokens, month
+            return _NOTHING
+        pure = close > opening + 1 and not data[opening + 1 : close].translate(None, _IDS)
+        return 1, tokens, month, (opening + 1, close) if pure else None
     after = msg + len(ADD) + 1
     if bits == 4 and data.startswith(ADD + b" ", msg) and _ID.match(data, after, min(after + 1, end)):
         if data.find(ADD, msg + 1, end) != -1 or not _safe_successor(window, end + 1, next_end, head):
-            return 0, 0, 0
-        return 2, 0, month
-    return 0, 0, 0
+            return _NOTHING
+        return 2, 0, month, None
+    return _NOTHING
 
 
 def _bits(data: bytes, start: int, end: int) -> int:
@@ -151,7 +160,7 @@ def _bits(data: bytes, start: int, end: int) -> int:
 
 def hot_scan(data: bytes) -> tuple[bytes, bytes, bytes, list[tuple[int, int]], int]:
     """Pure-Python ``hot_scan`` (see the module docstring)."""
-    index, kinds, tokens = array("i"), array("B"), array("i")
+    index, kinds, tokens, lists = array("i"), array("B"), array("i"), array("q")
     bad: list[tuple[int, int]] = []
     months = 0
     size = len(data)
@@ -176,8 +185,10 @@ def hot_scan(data: bytes) -> tuple[bytes, bytes, bytes, list[tuple[int, int]], i
             if end < size:
                 following = data.find(b"\n", end + 1)
                 next_end = size if following == -1 else following
-            kind, count, month = _classify(window, line, end, bits, next_end)
+            kind, count, month, span = _classify(window, line, end, bits, next_end)
             if kind:
+                if span is not None:
+                    lists.extend(span)
                 index.append(number)
                 kinds.append(kind)
                 tokens.append(count)
@@ -187,7 +198,7 @@ def hot_scan(data: bytes) -> tuple[bytes, bytes, bytes, list[tuple[int, int]], i
         if end >= size:
             break
         line, number = end + 1, number + 1
-    return index.tobytes(), kinds.tobytes(), tokens.tobytes(), bad, months
+    return index.tobytes(), kinds.tobytes(), tokens.tobytes(), bad, months, lists.tobytes()
 
 
 @lru_cache(maxsize=1)

@@ -6,7 +6,9 @@
 - ``proc_tags``: the distinct process tags with a pid (a superset of the
   processes: each is confirmed by the exact parser);
 - ``line_starts``: offsets of the window's line starts (and the longest line);
-- ``colour`` / ``strip_colour``: does the window hold a colour code / the window without them.
+- ``colour`` / ``strip_colour``: does the window hold a colour code / the window without them;
+- ``cut_lists``: the window without some byte ranges (``hot_scan``'s token id lists, which the literal
+  search skips), and its line starts.
 
 tests/test_hot_scan.py holds the C and Python versions to each other.
 """
@@ -80,6 +82,15 @@ def strip_colour(data: bytes) -> bytes:
     return _COLOUR.sub(b"", data)
 
 
+def cut_lists(data: bytes, lists: bytes, starts: bytes) -> tuple[bytes, bytes]:
+    """``data`` without the byte ranges of ``lists`` (int64 start, end pairs, ascending, no newline in one),
+    and its line starts (``starts``: those of ``data``)."""
+    spans = memoryview(lists).cast("q")
+    ends = [0, *spans[1::2]]
+    cut = b"".join(data[ends[i] : start] for i, start in enumerate(spans[::2])) + data[ends[-1] :]
+    return cut, line_starts(cut)[0]
+
+
 @dataclass(frozen=True)
 class Searches:
     """One implementation of the window-level searches."""
@@ -90,11 +101,12 @@ class Searches:
     line_starts: Callable[[bytes], tuple[bytes, int]]
     colour: Callable[[bytes], bool]
     strip_colour: Callable[[bytes], bytes]
+    cut_lists: Callable[[bytes, bytes, bytes], tuple[bytes, bytes]]
     read_window: Fill | None = None
     """Reads a window in one object (C only: in Python, read + join is as fast as it gets)."""
 
 
-PYTHON = Searches(hot_scan, cue_span, proc_tags, line_starts, colour, strip_colour)
+PYTHON = Searches(hot_scan, cue_span, proc_tags, line_starts, colour, strip_colour, cut_lists)
 
 
 def native() -> Searches | None:
@@ -104,4 +116,4 @@ def native() -> Searches | None:
     from engdiag.logs import _scan  # type: ignore[attr-defined]
 
     return Searches(_scan.hot_scan, _scan.cue_span, _scan.proc_tags, _scan.line_starts, _scan.colour,
-                    _scan.strip_colour, _scan.read_window)
+                    _scan.strip_colour, _scan.cut_lists, _scan.read_window)
