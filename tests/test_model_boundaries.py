@@ -1527,3 +1527,24 @@ def test_only_the_api_servers_engine_dead_error_names_no_cause(tmp_path):
                                "was encountered\n"
                                "(APIServer pid=2406) ERROR 04-14 23:32:27 [serving_chat.py:1343] EngineDeadError\n")
     assert named.kind.value == "crashed"
+
+
+_V0_STATS = ("INFO 09-18 16:{t} metrics.py:351] Avg prompt throughput: {p} tokens/s, Avg generation throughput: {g} "
+             "tokens/s, Running: {r} reqs, Swapped: 0 reqs, Pending: {w} reqs, GPU KV cache usage: 0.0%, CPU KV cache "
+             "usage: 0.0%.\n")
+
+
+def test_requests_that_wait_while_nothing_runs_are_a_scheduler_that_admits_none(tmp_path):
+    stuck = (_V0_STATS.format(t="10:58", p="70.6", g="5.6", r=0, w=12)
+             + _V0_STATS.format(t="11:03", p="0.0", g="0.0", r=0, w=22))
+    verdict = _verdict(tmp_path, stuck)
+    assert verdict.kind.value == "deadlocked" and "22 requests wait and none is scheduled" in verdict.headline
+
+
+def test_a_queue_that_drains_or_an_interval_that_produced_is_not_stuck(tmp_path):
+    drained = (_V0_STATS.format(t="10:58", p="0.0", g="0.0", r=0, w=22)
+               + _V0_STATS.format(t="11:03", p="0.0", g="0.0", r=0, w=3))
+    assert _verdict(tmp_path, drained).kind.value != "deadlocked"
+    produced = (_V0_STATS.format(t="10:58", p="0.0", g="0.0", r=0, w=12)
+                + _V0_STATS.format(t="11:03", p="90.0", g="0.0", r=0, w=22))
+    assert _verdict(tmp_path, produced).kind.value != "deadlocked"

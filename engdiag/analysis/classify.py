@@ -130,6 +130,7 @@ RULES: tuple[Callable[[Facts], Verdict | None], ...] = (
     silent_waits.placement_wait,
     silent_waits.handshake_wait,
     stalls.stalled_serving,
+    stalls.unscheduled_queue,
     stalls.offline_stall,
     memory.kv_pressure,
     stalls.queueing,

@@ -40,6 +40,34 @@ def stalled_serving(facts: Facts) -> Verdict | None:
     return draft.done()
 
 
+def unscheduled_queue(facts: Facts) -> Verdict | None:
+    """Requests waiting and none running in the last two intervals, the last without a token and the queue
+    not shrinking, to the end of the log: the scheduler admits nothing.
+
+    An idle engine has nothing waiting; one that waits for KV blocks or a lock still runs something.
+    ``Running: 0 reqs, … Pending: 22 reqs`` at 0 tokens/s, interval after interval, is a scheduler that
+    stopped (vllm-pr8378-multistep-chunked-pending-stall: multi-step with chunked prefill, a PR's load test).
+    """
+    tail = facts.stats[-2:]
+    if len(tail) < 2 or not all(s.running == 0 and s.waiting > 0 for _, s in tail):
+        return None
+    if tail[-1][1].prompt_tps or tail[-1][1].generation_tps or tail[-1][1].waiting < tail[0][1].waiting:
+        return None  # the last interval still produced, or the queue drained: work went on
+    first_event, _ = tail[0]
+    if any(is_progress(e) for e in facts.after(first_event)):
+        return None
+    last_event, last = tail[-1]
+    draft = Draft(facts, Kind.DEADLOCKED, 0.5,
+                  f"deadlocked: {last.waiting} requests wait and none is scheduled — nothing running, no token "
+                  f"since {first_event.stamp.text if first_event.stamp else 'the first such stats line'}")
+    draft.cite(first_event, Role.ROOT_CAUSE, "requests waiting with nothing running: the scheduler admits none")
+    draft.cite(last_event, Role.SUPPORTING)
+    draft.undecided = ("why the scheduler admits none: a prompt longer than the KV cache holds (V0 warns that it "
+                       "exceeds the block manager's capacity), KV blocks a connector still holds, or a scheduler "
+                       "bug; engdiag snapshot on the engine core shows where its loop is")
+    return draft.done()
+
+
 def offline_stall(facts: Facts) -> Verdict | None:
     """Offline generation stopped mid-way and the log went silent."""
     bars = [e for e in facts.t.of(Signal.PROGRESS_BAR) if e.data.bar.startswith("Processed prompts")]  # type: ignore[union-attr]
