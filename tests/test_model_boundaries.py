@@ -1465,6 +1465,8 @@ _DUMP_SIGNAL = ("[rank6]:[E703 21:51:54.112142364 ProcessGroupNCCL.cpp:1987] [PG
 def test_another_ranks_collective_timeout_is_a_deadlock_that_names_that_rank(tmp_path):
     verdict = _verdict(tmp_path, _DUMP_SIGNAL)
     assert verdict.kind.value == "deadlocked" and "an NCCL collective never completed" in verdict.headline
+    assert any(note.startswith("wait: rank 7 on the other ranks") for note in verdict.notes)
+    assert any("it guarded a collective" in note for note in verdict.notes)
 
 
 def test_the_dump_signal_after_a_device_fault_is_its_consequence(tmp_path):

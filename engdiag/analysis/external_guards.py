@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from engdiag.analysis.draft import Draft
 from engdiag.analysis.facts import Facts
-from engdiag.analysis.model import Activity
 from engdiag.analysis.verdict import Kind, Role, Verdict
 from engdiag.logs.events import Event, Signal
 
@@ -36,6 +35,9 @@ def external_guard(facts: Facts) -> Verdict | None:
     event = fired[0]
     g = facts.model.guard
     name = g.name if g is not None and g.owner != "vLLM" else "an outside health check"
+    client = g is not None and g.owner == "client"
+    if client:
+        name = "client's request timeout" + (f" of {g.limit_s:g} s" if g.limit_s is not None else "")
     if g is not None and g.owner == "platform" and g.limit_s is not None and g.limit_s < MIN_STARTUP_S:
         draft = Draft(facts, Kind.SLOW, 0.7,
                       f"slow start-up (for its guard): the {name} allowed {g.limit_s:g} s, less than any vLLM "
@@ -45,8 +47,6 @@ def external_guard(facts: Facts) -> Verdict | None:
                    "first start that downloads, loads and compiles)")
         return draft.cite_consequences(event).done()
     working = [a for a in facts.model.activities if a.advancing or (a.startup and not facts.served_before(event))]
-    if g is not None and g.owner == "client":
-        return _client_gave_up(facts, event, working)
     if working:
         activity = working[-1]
         phase = "slow start-up" if activity.startup else "slow"
@@ -55,12 +55,16 @@ def external_guard(facts: Facts) -> Verdict | None:
                       f"{'advancing' if activity.advancing else 'running'} ({activity.detail})")
         draft.cite(facts.event_at(activity.source, activity.line), Role.SUPPORTING, "the engine was working")
         draft.cite(event, Role.ROOT_CAUSE, "a guard outside vLLM, shorter than the work")
-        if g is not None and g.owner.startswith("platform"):
+        if client:
+            draft.step(CLIENT_STEP)
+        elif g is not None and g.owner.startswith("platform"):
             draft.step(STARTUP_PROBE)
         else:
             draft.step("give the replica longer to answer its health check (in the deployment's code: "
                        "@serve.deployment(health_check_timeout_s=600, health_check_period_s=30))")
         return draft.cite_consequences(event).done()
+    if client:
+        return _client_gave_up(facts, event, name)
     if g is not None and g.owner.startswith("platform") and "connection refused" in event.text.lower() \
             and not facts.served_before(event):
         # A probe refused at the TCP level found nothing listening: the server had not opened its port yet.
@@ -99,30 +103,16 @@ CLIENT_STEP = ("give the client a timeout longer than the longest request takes 
                "OpenAI(timeout=1800); requests: timeout=(10, 1800); litellm: timeout=1800)")
 
 
-def _client_gave_up(facts: Facts, event: Event, working: list[Activity]) -> Verdict | None:
-    """The client's own timeout fired: the server did not answer in time, slow or hung.
-
-    With the engine's work shown still advancing, it was slow.  A client's log alone cannot tell
-    (tt-terminal-bench-litellm-read-timeout: one aiohttp read timeout; the maintainers matched it to periods
-    of low throughput in the server's log).  With server lines that show something else, the rules after
-    this one read them: a client giving up is a consequence of a stall, not its cause.
-    """
-    g = facts.model.guard
-    limit = f" of {g.limit_s:g} s" if g is not None and g.limit_s is not None else ""
-    if working:
-        activity = working[-1]
-        draft = Draft(facts, Kind.SLOW, 0.6,
-                      f"slow: the client's request timeout{limit} gave up while {activity.name} was still "
-                      f"{'advancing' if activity.advancing else 'running'} ({activity.detail})")
-        draft.cite(facts.event_at(activity.source, activity.line), Role.SUPPORTING, "the engine was working")
-        draft.cite(event, Role.ROOT_CAUSE, "the client's timeout, shorter than the work")
-        draft.step(CLIENT_STEP)
-        return draft.cite_consequences(event).done()
+def _client_gave_up(facts: Facts, event: Event, name: str) -> Verdict | None:
+    """The client's own timeout fired and no engine work is shown advancing: a client's log cannot tell slow
+    from hung (tt-terminal-bench-litellm-read-timeout: one aiohttp read timeout; the maintainers matched it to
+    periods of low throughput in the server's log).  With server lines that show something else, the rules
+    after this one read them: a client giving up is a consequence of a stall, not its cause."""
     if facts.stats or facts.model.activities or facts.model.waits:
         return None
     draft = Draft(facts, Kind.UNKNOWN, 0.3,
-                  f"unknown: the client's request timeout{limit} fired — the server did not answer in time; a "
-                  "client's log cannot tell a slow server from a hung one")
+                  f"unknown: the {name} fired — the server did not answer in time; a client's log cannot tell a "
+                  "slow server from a hung one")
     draft.cite(event, Role.ROOT_CAUSE, "a guard in the client, not in vLLM")
     when = f" around {event.stamp.text}" if event.stamp else ""
     draft.undecided = (f"the server's log{when}: stats lines still generating tokens = slow (raise the client's "

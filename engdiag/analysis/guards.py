@@ -111,10 +111,10 @@ def _guard_for(facts: Facts, event: Event) -> Guard:
                      "tokens exchanged between expert-parallel ranks", None, *where)
     if signal is Signal.NCCL_WATCHDOG_TIMEOUT:
         work = event.data if isinstance(event.data, NcclWork) else NcclWork(None)
-        what = f"{work.op or 'a collective'}" + (f" #{work.seq}" if work.seq is not None else "")
+        what = (f"collective {work.op}" if work.op else "a collective") + (f" #{work.seq}" if work.seq is not None else "")
         return Guard("NCCL process-group timeout", "PyTorch (NCCL watchdog)",
                      work.timeout_ms / 1000 if work.timeout_ms else None, "printed" if work.timeout_ms else "unknown",
-                     f"collective {what}", DISTRIBUTED.name, *where)
+                     what, DISTRIBUTED.name, *where)
     if signal is Signal.STACK_DUMP:
         set_to = [e.data.name.split()[-1] for e in facts.before(event)
                   if isinstance(e.data, Phase) and e.data.name.startswith("watchdog_configured")]
