@@ -128,7 +128,6 @@ def other_fatal(facts: Facts) -> Verdict | None:
         draft.undecided = ("the engine core's lines before this (its 'EngineCore encountered a fatal error' traceback "
                            "and the exception that ends it)")
         return draft.done()
-    headline = "crashed: the engine died with " + (exception[:160] if exception else "an error (no timeout, no OOM)")
     node = getattr(root.data, "name", None) or ""
     if root.signal is Signal.WORKER_DIED and node.startswith("Ray node") and not exception:
         # Ray's GCS marks a node dead when its raylet stops answering: crashed, OOM-killed, preempted — or too
@@ -141,6 +140,7 @@ def other_fatal(facts: Facts) -> Verdict | None:
                    "tail -n 50 /tmp/ray/session_latest/logs/raylet.out; sudo dmesg -T | grep -i -e oom -e killed")
         draft.step("see which nodes Ray still has", "ray status")
         return draft.cite_consequences(root).done()
+    headline = "crashed: the engine died with " + (exception[:160] if exception else "an error (no timeout, no OOM)")
     if root.signal is Signal.NCCL_ABORT and not exception:
         headline = "crashed: the NCCL watchdog tore the engine process down after a GPU error (no collective timed out)"
     draft = Draft(facts, Kind.CRASHED, 0.65 if exception else 0.55, headline)
