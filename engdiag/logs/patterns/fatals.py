@@ -1,7 +1,8 @@
 """Stalls, timeouts and fatals inside vLLM: the shared-memory queue's stall warning, V0's iteration, RPC and
 heartbeat guards, the step wait (execute_model / sample_tokens, including Ray compiled graphs), the engine
 start-up guards, engine-core and worker failures and deaths, tracebacks and the exception that ends them,
-the NCCL watchdog, CUDA / device faults and fatal signals.
+the NCCL watchdog; device faults and fatal signals come from patterns/device_faults.py, spliced in
+where their order among the rules of a shared literal is kept.
 
 Each wording was read in the vLLM or PyTorch source; where a comment names a file and line, that is where.
 """
@@ -23,6 +24,7 @@ from engdiag.logs.patterns.base import (
     _i,
     last_exception,
 )
+from engdiag.logs.patterns.device_faults import DEVICE_FAULTS
 from engdiag.logs.patterns.sites import traceback_site
 
 _WORK_FIELDS = {
@@ -312,50 +314,7 @@ STALLS_TIMEOUTS_FATALS: tuple[Rule, ...] = (
     Rule(Signal.NCCL_ABORT, "Some NCCL operations have failed", _c(r"Some NCCL operations have failed or timed out")),
     Rule(Signal.NCCL_ABORT, "watchdog thread terminated", _c(r"watchdog thread terminated with exception")),
     Rule(Signal.NCCL_ABORT, "ncclCommWatchdog", _c(r"Exception raised from ncclCommWatchdog")),
-    Rule(Signal.CUDA_ERROR, "illegal memory access", _c(r"an illegal memory access was encountered")),
-    # Ascend's device faults: a kernel that failed or timed out on the AI core (driver/firmware side)
-    # (ascend-dsv32-driver-24-1-moe-dispatch-aicore-timeout)
-    Rule(Signal.CUDA_ERROR, "Aicore kernel execute failed", _c(r"Aicore kernel execute failed")),
-    # torch_npu's text for ACL error 507014 / 507015, printed as "[Error]: The aicore execution times out."
-    # when a kernel outran the AI core's watchdog or faulted (ascend-two-node-aicore-timeout-old-npu-driver)
-    Rule(Signal.CUDA_ERROR, "The aicore execution ", _c(r"The aicore execution (?:times out|is abnormal)")),
-    # torch_npu's report of a failed ACL / aclnn call, "NPU function error: call aclnnMoeDistributeDispatchV4
-    # failed, error code is 561000" — the NPU runtime's counterpart of "CUDA error: …", a fault of the device or
-    # its kernel (ascend-a2-2node-shm-broadcast-wait-then-moe-dispatch-hccl-crash: the dispatch failed on every
-    # rank after two minutes of the engine core waiting on it).  HCCL's own calls (HcclAllreduce …) are
-    # collectives, which fail on their peers, and a synchronize that timed out (AclrtSynchronizeStreamWithTimeout,
-    # error 507048 "The execution of the internal task times out") waited on the stream's work, most often a
-    # collective (patterns/waits.py): neither is matched here.
-    Rule(Signal.CUDA_ERROR, "NPU function error: ",
-         _c(r"NPU function error: (?:call )?(?![\w:]*(?:Hccl|Synchroniz))(?P<call>[\w:]+)[^\n]{0,40}?error code is "
-            r"(?P<code>\d+)"),
-         lambda m, t: [Failure(name=f"NPU {m['call']} error {m['code']}")]),
-    # ROCm's runtime (ROCr) on a GPU page fault, before it aborts the process: "Memory access fault by GPU node-3
-    # (Agent handle: 0x…) on address 0x…. Reason: Unknown." — AMD's illegal memory access
-    # (minimax-m25-aiter-fmoe-memory-access-fault: right after an AITER fused-MoE kernel loaded)
-    Rule(Signal.CUDA_ERROR, "Memory access fault by GPU",
-         _c(r"Memory access fault by GPU node"), _const(Failure(name="ROCm memory access fault"))),
-    Rule(Signal.CUDA_ERROR, "device-side assert", _c(r"device-side assert triggered")),
-    Rule(Signal.CUDA_ERROR, "unspecified launch failure", _c(r"unspecified launch failure")),
-    Rule(Signal.CUDA_ERROR, "CUDA error: ", _c(r"CUDA error: (?!out of memory|CUBLAS_STATUS_ALLOC_FAILED)[^\n]{0,200}")),
-    Rule(
-        Signal.CUDA_ERROR,
-        "NCCL error",
-        _c(r"NCCL error(?: in: [^\n]*?)?:? (?P<e>unhandled (?:system|cuda) error|internal error|invalid usage)"),
-        lambda m, t: [Failure(name=f"NCCL {m['e']}")],
-    ),
-    Rule(Signal.CUDA_ERROR, "fallen off the bus", _c(r"GPU has fallen off the bus")),
-    Rule(Signal.CUDA_ERROR, "uncorrectable ECC error", _c(r"uncorrectable ECC error encountered")),
-    Rule(Signal.CUDA_ERROR, "NVRM: Xid", _c(r"NVRM: Xid \([^)]*\): (?P<x>\d+)"), lambda m, t: [Failure(name=f"Xid {m['x']}")]),
-    Rule(Signal.FATAL_SIGNAL, "Fatal Python error", _c(r"Fatal Python error: (?P<w>[^\n]{0,200})"), lambda m, t: [Failure(exception=m["w"])]),
-    Rule(Signal.FATAL_SIGNAL, "Segmentation fault", _c(r"Segmentation fault")),
-    Rule(Signal.FATAL_SIGNAL, " received at time=", _c(r"\*\*\* SIG(?P<s>[A-Z]+) received at time=")),
-    Rule(
-        Signal.FATAL_SIGNAL,
-        "terminate called after throwing",
-        _c(r"terminate called after throwing an instance of '(?P<w>[^']+)'"),
-        lambda m, t: [Failure(exception=m["w"])],
-    ),
+    *DEVICE_FAULTS,
     Rule(
         Signal.RPC_TIMEOUT,
         "dequeue_timeout",
