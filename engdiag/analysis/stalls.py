@@ -179,11 +179,19 @@ def stack_in_launch(facts: Facts) -> Verdict | None:
         return None
     first = stacks[0]
     kernel = first.data.detail if isinstance(first.data, Peer) else "a kernel"
-    draft = Draft(facts, Kind.DEADLOCKED, 0.45,
-                  f"deadlocked (likely): a captured stack shows a thread blocked launching {kernel} — the GPU is not "
-                  "finishing the kernels queued before it")
-    draft.cite(first, Role.ROOT_CAUSE, "a launch only blocks when the device does not drain its queue")
-    draft.undecided = ("a second capture, and GPU utilisation (nvidia-smi): the same launch with the GPU busy and no "
+    if isinstance(first.data, Peer) and first.data.peer == "device event":
+        # the same fact one call later: an event's or a stream's wait returns when the work queued before the
+        # event finishes (lmcache-rocm-from-ipc-handle-deadlock: an imported IPC event that never completed)
+        draft = Draft(facts, Kind.DEADLOCKED, 0.45,
+                      f"deadlocked (likely): a captured stack shows a thread waiting on the device in {kernel} — the "
+                      "work that would complete that event or stream is not finishing")
+        draft.cite(first, Role.ROOT_CAUSE, "this wait returns only when the device finishes the work before it")
+    else:
+        draft = Draft(facts, Kind.DEADLOCKED, 0.45,
+                      f"deadlocked (likely): a captured stack shows a thread blocked launching {kernel} — the GPU is "
+                      "not finishing the kernels queued before it")
+        draft.cite(first, Role.ROOT_CAUSE, "a launch only blocks when the device does not drain its queue")
+    draft.undecided = ("a second capture, and GPU utilisation (nvidia-smi): the same stack with the GPU busy and no "
                        "tokens means a kernel that never ends")
     draft.step("name the kernel: run once with synchronous launches so the hang sits on it", "export CUDA_LAUNCH_BLOCKING=1")
     return draft.done()

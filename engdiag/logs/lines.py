@@ -41,6 +41,14 @@ _SYSLOG = re.compile(
 )
 """journald's and syslog's prefix: ``Apr  3 17:38:57 host unit[140343]: ...`` (``journalctl``'s short format;
 rsyslog spells ESC as ``#033``: vLLM issue 16030)."""
+_PLOG = re.compile(
+    r"\[(?P<level>ERROR|WARNING|INFO|DEBUG|EVENT)\] (?P<module>[A-Z][A-Z_]*\(\d+,[^)\n]*\):)?"
+    r"(?P<y>\d{4})-(?P<mo>\d\d)-(?P<d>\d\d)-(?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:\.\d+)* ?"
+)
+"""Ascend's plog and torch_npu's own lines: ``[ERROR] RUNTIME(2817,):2026-08-04-06:53:21.437.447 [file.cc:N]…``,
+``[ERROR] 2026-08-04-06:53:22 (PID:2817, Device:3, RankID:-1) ERR02005 …`` — their time orders them among the
+ranks' lines (ascend-dsv4-prefill-hccl-notify-wait-timeout: the notify wait that ran out, pasted after the
+watchdog it caused)."""
 _QUOTE = re.compile(r"(?:> ?)+")
 _PYTEST_E = re.compile(r"E {1,4}(?=\()")
 """pytest's failure prefix before a captured process line (``E   (EngineCore pid=9) ...``)."""
@@ -312,6 +320,10 @@ def _outer_prefix(text: str) -> tuple[str, Stamp | None]:
             text[:1] == "2" and (match := _ASCTIME.match(text)) is not None:
         year, *rest = (int(g) for g in match.groups())
         return text[match.end() :], make_stamp(*rest, calendar=year)
+    if text[:2] in ("[E", "[W", "[I", "[D") and (match := _PLOG.match(text)) is not None:
+        stamp = make_stamp(int(match["mo"]), int(match["d"]), int(match["h"]), int(match["mi"]), int(match["s"]),
+                           calendar=int(match["y"]))
+        return f"{match['level']} {match['module'] or ''}{text[match.end():]}", stamp
     if text[:3] in _MONTHS and (match := _PLATFORM.match(text) or _SYSLOG.match(text)) is not None:
         stamp = make_stamp(_MONTHS.index(match["mon"]) + 1, int(match["d"]), int(match["h"]), int(match["mi"]),
                            int(match["s"]))

@@ -81,7 +81,8 @@ class Signal(str, Enum):
     STACK_IN_COMPILE = "stack_in_compile"
     """A captured stack inside kernel or graph compilation (Triton, Inductor, FlashInfer/DeepGEMM JIT)."""
     STACK_IN_LAUNCH = "stack_in_launch"
-    """A captured stack blocked launching a GPU kernel: the device is not finishing earlier work."""
+    """A captured stack blocked on the device (launching a kernel, waiting for an event or a stream): the device is
+    not finishing earlier work."""
     OPERATOR_STOP = "operator_stop"
     """Someone asked the server to stop (SIGTERM, a drain)."""
     SHM_TOO_SMALL = "shm_too_small"

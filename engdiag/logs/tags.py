@@ -1,7 +1,7 @@
 """Process tags in front of a log line: which process printed it.
 
 vLLM's multiprocessing wrapper prints ``(EngineCore_DP0 pid=77)``, Ray ``(RayWorkerWrapper pid=7,
-ip=10.0.0.2)`` (nesting vLLM's own tag inside), Ray Data ``(MapWorker(MapBatches(...)) pid=N)``, PyTorch
+ip=10.0.0.2)`` and SkyPilot ``(task, pid=7)`` (nesting vLLM's own tag inside), Ray Data ``(MapWorker(MapBatches(...)) pid=N)``, PyTorch
 ``[rank0]: `` on a rank's stderr, vllm-omni ``[Stage-0] ``; pastes lose brackets.  Pure functions only.
 """
 
@@ -13,8 +13,10 @@ from engdiag.logs.events import Proc
 
 _TAG = re.compile(
     r"\s*\((?P<name>[A-Za-z_][\w .=-]{0,60}?)"
-    r"(?: pid=(?P<pid>\d+)(?:, ip=(?P<ip>[^)\s]*))?)?\)[ \t]?"
+    r"(?:,? pid=(?P<pid>\d+)(?:, ip=(?P<ip>[^)\s]*))?)?\)[ \t]?"
 )
+"""vLLM's and Ray's ``(name pid=N[, ip=A])``; SkyPilot's ``(task-name, pid=N)`` before every line of a job it runs
+(flashinfer-jit-nvcc-unknown-option: ``(vllm-test, pid=2150) (EngineCore_0 pid=3966) ERROR …``)."""
 _ACTOR_TAG = re.compile(
     r"\s*\(?(?P<name>[A-Za-z_]\w*\((?:[^()]|\([^()]*\))*\)) pid=(?P<pid>\d+)(?:, ip=(?P<ip>[^)\s]*))?\)[ \t]?"
 )

@@ -57,6 +57,19 @@ def _in_launch(match: re.Match[str], text: str) -> Iterable[Payload]:
     yield Peer(detail=kernel.strip()[:160])
 
 
+_DEVICE_WAIT = re.compile(
+    r"^\s+(?P<f>(?:\w+\.)?(?:synchronize|wait|from_ipc_handle|query))\s+\((?P<file>[^()\n]*torch/(?:cuda|xpu)/streams\.py)"
+    r"|File \"[^\"\n]*torch/(?:cuda|xpu)/streams\.py\", line \d+ in (?P<g>(?:\w+\.)?(?:synchronize|wait|from_ipc_handle|query))\b",
+    re.MULTILINE,
+)
+
+
+def _in_device_wait(match: re.Match[str], text: str) -> Iterable[Payload]:
+    """A thread waiting on a device event or stream: it returns only when the work that records the event does."""
+    if last_exception(text) is None:
+        yield Peer(peer="device event", detail=f"{match['f'] or match['g']} (torch {'xpu' if '/xpu/' in match[0] else 'cuda'} streams)")
+
+
 def _collective_frame(name: str) -> Rule:
     """faulthandler's ``line N in f``, py-spy's ``    f (file:line)``, the call tracer's ``Call to f in``."""
     return Rule(
@@ -100,4 +113,9 @@ CAPTURES: tuple[Rule, ...] = (
     # a thread inside cu/cudaLaunchKernel in a capture (gb10-flashinfer-radix-topk-multicta-wedge-pyspy-quoted:
     # under CUDA_LAUNCH_BLOCKING=1 the launch returns only when the kernel does)
     Rule(Signal.STACK_IN_LAUNCH, "LaunchKernel", _LAUNCH, _in_launch),
+    # a thread in a device event's or stream's wait in a capture: Event.synchronize / Stream.synchronize, or
+    # importing another process's event (lmcache-rocm-from-ipc-handle-deadlock: the engine core's main thread in
+    # Event.from_ipc_handle on ROCm, holding the GIL, for good)
+    Rule(Signal.STACK_IN_LAUNCH, "torch/cuda/streams.py", _DEVICE_WAIT, _in_device_wait),
+    Rule(Signal.STACK_IN_LAUNCH, "torch/xpu/streams.py", _DEVICE_WAIT, _in_device_wait),
 )

@@ -40,6 +40,11 @@ _FORWARD_CALL = re.compile(r"forward|_call_impl")
 folders also builds the model (llm-d-dp16-dev-shm-exhausted-nccl-crashloop: a fused-MoE layer's set-up ran out of
 /dev/shm, not of GPU memory)."""
 FORWARD = "the model's forward pass, whose activations grow with the batch"
+_RERAISED_NOT_OOM = re.compile(r"line \d+, in _dummy_(?:sampler|pooler)_run[ \t]*\n[^\n]*?\sraise e[ \t]*$", re.MULTILINE)
+"""V1's sampler and pooler warm-ups turn an out-of-memory RuntimeError into their own "CUDA out of memory occurred
+when warming up …" and re-raise anything else with ``raise e`` (gpu_model_runner.py ``_dummy_sampler_run``): a
+traceback through that ``raise e`` carries an error that was not an OOM (flashinfer-jit-nvcc-unknown-option:
+FlashInfer's JIT of the sampling kernels, rejected by nvcc)."""
 
 
 def _in_forward(text: str) -> bool:
@@ -54,7 +59,7 @@ def _in_forward(text: str) -> bool:
     collective inside the forward (tensor-parallel all-reduce) fails on its peers: not this reading.
     """
     frames = _FRAME.findall(text)
-    if not frames or not _FORWARD_CODE.search(frames[-1][0]):
+    if not frames or not _FORWARD_CODE.search(frames[-1][0]) or _RERAISED_NOT_OOM.search(text):
         return False
     below = frames[next(i for i, (path, _) in enumerate(frames) if _FORWARD_CODE.search(path)):]
     return (any(_FORWARD_CALL.search(function) for _, function in below)

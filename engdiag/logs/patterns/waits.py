@@ -223,6 +223,17 @@ WAITS: tuple[Rule, ...] = (
         _c(r"hccl fftsplus task timeout occurred"),
         _const(Timeout(call=ASCEND_TASK, guard="hccl")),
     ),
+    # the Ascend runtime's report of a notify wait (the primitive HCCL's ranks signal each other with) that ran out
+    # (runtime device_error_proc.cc, RT_STARS_SQE_TYPE_NOTIFY_WAIT: "The error from device(chipId:3, dieId:1), serial
+    # number is 27, notify wait timeout occurred during task execution, stream_id:142, …, notify_id=671,
+    # timeout=204s.") — a collective whose peer never signalled (ascend-dsv4-prefill-hccl-notify-wait-timeout: a TP
+    # all-gather on a P/D prefill node under load, the ProcessGroupHCCL watchdog then took the process down)
+    Rule(
+        Signal.COMM_TIMEOUT,
+        "notify wait timeout occurred",
+        _c(r"notify wait timeout occurred during task execution[^\n]*?(?:timeout=(?P<s>\d+)s)?"),
+        lambda m, t: [Timeout(call=ASCEND_TASK, limit_s=_f(m["s"]), guard="hccl")],
+    ),
     Rule(
         Signal.COMM_TIMEOUT,
         "internal task times out",
