@@ -156,18 +156,28 @@ def _reported(facts: Facts) -> Iterable[Activity]:
                        "reported " + ", ".join(took), event.source, event.line)
 
 
-def _capture_started(facts: Facts) -> Iterable[Activity]:
-    """V0's "Capturing cudagraphs for decoding" (no bar): capture running until it reports its end."""
-    starts = [e for e in facts.t.of(Signal.STARTUP_PHASE) if isinstance(e.data, Phase)
-              and e.data.name == "cuda_graph_capture"]
-    if not starts:
-        return
-    ends = [e for e in facts.t.of(Signal.STARTUP_PHASE) if isinstance(e.data, Phase)
-            and e.data.name == "cuda_graphs_captured" and facts.at(e) > facts.at(starts[0])]
-    if ends:
-        return  # the reported duration covers it (_reported)
-    yield _activity("CUDA-graph capture", starts[0], starts[-1], seconds=None, advancing=False, finished=False,
-                    detail="started, no end reported")
+_STARTED = {
+    "cuda_graph_capture": ("CUDA-graph capture", ("cuda_graphs_captured",)),
+    "weight_loading": ("weight loading", ("weights_loaded", "weights_read")),
+}
+"""Lines that say a step began (V0's "Capturing cudagraphs for decoding", the runner's "Starting to load model"),
+the step they begin, and the phases that report its end."""
+
+
+def _started(facts: Facts) -> Iterable[Activity]:
+    """A step whose start is printed and whose end is not (and no bar of its own shows it): running, as of its
+    start line."""
+    phases = [e for e in facts.t.of(Signal.STARTUP_PHASE) if isinstance(e.data, Phase)]
+    barred = {name for e in facts.t.of(Signal.PROGRESS_BAR) if isinstance(e.data, Progress)
+              for prefix, name in _BARS if e.data.bar.startswith(prefix)}
+    for marker, (name, ends) in _STARTED.items():
+        starts = [e for e in phases if e.data.name == marker]  # type: ignore[union-attr]
+        if not starts or name in barred:
+            continue
+        if any(e.data.name in ends and facts.at(e) > facts.at(starts[0]) for e in phases):  # type: ignore[union-attr]
+            continue  # the reported duration covers it (_reported)
+        yield _activity(name, starts[0], starts[-1], seconds=None, advancing=False, finished=False,
+                        detail="started, no end reported")
 
 
 def _kv_sizing(facts: Facts) -> Iterable[Activity]:
@@ -314,7 +324,7 @@ def _shutdown(facts: Facts) -> Iterable[Activity]:
 def activities(facts: Facts) -> list[Activity]:
     """Every activity the log shows, in the order their last lines appear."""
     found = [
-        *_process_group(facts), *_autotune(facts), *_bars(facts), *_reported(facts), *_capture_started(facts), *_kv_sizing(facts), *_compiles(facts),
+        *_process_group(facts), *_autotune(facts), *_bars(facts), *_reported(facts), *_started(facts), *_kv_sizing(facts), *_compiles(facts),
         *_retries(facts),
         *_handshake(facts), *_serving(facts), *_shutdown(facts),
     ]

@@ -136,6 +136,11 @@ STARTUP: tuple[Rule, ...] = (
         _c(r"Graph capturing finished in (?P<s>[\d.]+) secs?(?:, took (?P<g>[\d.]+) GiB)?"),
         _phase("cuda_graphs_captured", seconds="s", gib="g"),
     ),
+    # the model runner's load_model, V0 and V1 alike (0.4–0.2x gpu_model_runner.py / model_runner.py "Starting to
+    # load model %s..."; 0.34 v1/worker/gpu/model_runner.py "Loading model from scratch..."): weight loading begins
+    # (coteval-mistral-large-load-30min: four ranks entered it, and a harness gave up 30 minutes later)
+    Rule(Signal.STARTUP_PHASE, "Starting to load model", _c(r"Starting to load model \S"), _phase("weight_loading")),
+    Rule(Signal.STARTUP_PHASE, "Loading model from scratch", _c(r"Loading model from scratch"), _phase("weight_loading")),
     Rule(Signal.STARTUP_PHASE, "Capturing cudagraphs", _c(r"Capturing cudagraphs for decoding"), _phase("cuda_graph_capture")),
     Rule(Signal.STARTUP_PHASE, "Capturing the model for CUDA graphs", _c(r"Capturing the model for CUDA graphs"), _phase("cuda_graph_capture")),
     Rule(Signal.STARTUP_PHASE, "Waiting for READY message", _c(r"Waiting for READY message from DP Coordinator"), _phase("waiting_for_dp_coordinator")),

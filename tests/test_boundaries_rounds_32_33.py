@@ -1,4 +1,4 @@
-"""The rules learnt from blind round 32, each on both sides of its line (cases named in tests/corpus/HELDOUT.md)."""
+"""The rules learnt from blind rounds 32 and 33, each on both sides of its line (cases named in tests/corpus/HELDOUT.md)."""
 
 from __future__ import annotations
 
@@ -104,3 +104,22 @@ def test_skypilots_task_tag_names_the_job_and_the_vllm_tag_inside_names_the_proc
     alone, _ = process_tag("(vllm-test, pid=2150) INFO 08-21 07:45:43 [api_server.py:1] up")
     assert alone is not None and alone.name == "vllm-test" and alone.pid == 2150
     assert process_tag("(see above, the log) INFO x")[0] is None
+
+
+_LOAD = """\
+INFO 10-02 08:07:17 shm_broadcast.py:241] vLLM message queue communication handle: Handle(connect_ip='127.0.0.1')
+INFO 10-02 08:07:18 model_runner.py:1014] Starting to load model mistralai/Mistral-Large-Instruct-2407...
+(VllmWorkerProcess pid=2089121) INFO 10-02 08:07:18 model_runner.py:1014] Starting to load model mistralai/Mistral-Large-Instruct-2407...
+INFO 10-02 08:07:20 weight_utils.py:242] Using model weights format ['*.safetensors']
+"""
+
+
+def test_a_load_that_began_and_never_reported_its_end_is_where_the_log_stops(tmp_path):
+    verdict = _verdict(tmp_path, _LOAD)
+    assert verdict.kind.value == "unknown" and "weight loading running" in verdict.headline
+    assert verdict.evidence and verdict.evidence[0].line in (2, 3)  # a rank's start of loading
+
+
+def test_a_load_that_reported_its_end_is_not_still_running(tmp_path):
+    done = "INFO 10-02 08:09:20 model_runner.py:1025] Loading model weights took 57.2 GB\n"
+    assert "weight loading running" not in _verdict(tmp_path, _LOAD + done).headline
