@@ -179,6 +179,11 @@ UNDECIDABLE_FROM_THE_LOG = {
     # Blind round 33, low: four ranks entering weight loading of a 123B model; the harness's 30-minute limit
     # that gave up on it is in no line
     "coteval-mistral-large-load-30min": ("slow", "the lines after this point"),
+    # Blind round 30, high: shards loading at 80 s each with the API server waiting, then the test's bare ERROR.
+    # It read slow only while two clocks were mixed (the first line's vLLM UTC-7 time against Buildkite's UTC:
+    # a 421-minute start-up); on one clock the log spans 48 s, the load still advancing, and the test's
+    # server-start limit that gave up is in no line.
+    "ci-llava-image-embeds-slow-shard-load-timeout": ("slow", "the lines after this point"),
 }
 
 NO_SIGNAL_IN_THE_LOG = {

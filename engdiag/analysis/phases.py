@@ -14,9 +14,6 @@ from collections.abc import Iterable
 from engdiag.analysis.facts import Facts, is_startup_work
 from engdiag.analysis.model import Activity
 from engdiag.logs.events import (
-    _DAYS_BEFORE_MONTH,
-    SECONDS_PER_DAY,
-    SECONDS_PER_YEAR,
     Event,
     Memory,
     Phase,
@@ -62,10 +59,8 @@ def _minus(stamp: Stamp | None, seconds: float | None) -> str | None:
         return None
     if not seconds:
         return stamp.text
-    key = max(stamp.key - int(seconds), 0) % SECONDS_PER_YEAR
-    day, second = divmod(key, SECONDS_PER_DAY)
-    month = max(i for i, before in enumerate(_DAYS_BEFORE_MONTH) if before <= day)
-    return Stamp(month + 1, day - _DAYS_BEFORE_MONTH[month] + 1, second).text
+    within_year = Stamp(stamp.month, stamp.day, stamp.second)
+    return within_year.shifted(-min(int(seconds), within_year.key)).text
 
 
 def _span(first: Event, last: Event) -> float | None:

@@ -50,6 +50,13 @@ class Stamp:
         minutes, seconds = divmod(rest, 60)
         return f"{self.month:02d}-{self.day:02d} {hours:02d}:{minutes:02d}:{seconds:02d}"
 
+    def shifted(self, seconds: int) -> Stamp:
+        """The same clock ``seconds`` later (earlier when negative), within its year offset."""
+        key = ((_DAYS_BEFORE_MONTH[self.month - 1] + self.day - 1) * SECONDS_PER_DAY + self.second + seconds) % SECONDS_PER_YEAR
+        day, second = divmod(key, SECONDS_PER_DAY)
+        month = max(i for i, before in enumerate(_DAYS_BEFORE_MONTH) if before <= day)
+        return Stamp(month + 1, day - _DAYS_BEFORE_MONTH[month] + 1, second, self.year, self.calendar)
+
     @property
     def dated(self) -> str:
         """``YYYY-MM-DD HH:MM:SS`` when the input gave the year, else the time as printed."""

@@ -338,6 +338,18 @@ def _wrapped(text: str, lineno: int, width: int, kube_ts: str | None, outer: Sta
     return wrapped_json_record(text, lineno, width, kube_ts, outer)
 
 
+def clocks(line: str) -> tuple[Stamp | None, Stamp | None]:
+    """A line's two times: its wrapper's (a CI runner's, a platform's) and vLLM's own, either possibly missing.
+
+    The wrapper's clock wins in ``pieces``; the pair tells how far apart the two clocks run (a time zone).
+    """
+    text = _strip_colour(line)
+    if text[:2] == "20" and (match := _KUBE_TS.match(text)) is not None:
+        text = text[match.end() :]
+    text, outer = _outer_prefix(text)
+    return outer, next((piece.stamp for piece in pieces(text, 0) if piece.stamp is not None), None)
+
+
 def first_stamp(lines: Iterable[str]) -> Stamp | None:
     """The time of the first line that has one."""
     for line in lines:

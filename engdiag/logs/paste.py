@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from engdiag.logs.inputs import decode_line
-from engdiag.logs.lines import Piece, Shape, pieces
+from engdiag.logs.lines import Piece, Shape, clocks, pieces
 from engdiag.logs.unzip import CHUNK, Converted, Prepended, read_head
 
 HEAD_BYTES = 64 << 10
@@ -72,10 +72,13 @@ class Paste:
     """Every line was followed by a blank line (one blank line after each line of text is skipped)."""
     wrap: int | None = None
     """The width every long line was cut at (a terminal's, a paste box's): a line that wide goes on below."""
+    skew: int | None = None
+    """Seconds from vLLM's own clock to the wrapper's, when some lines carry both stamps and some vLLM's alone (a
+    paste that begins inside a CI runner's line): added to the lone own stamps so that one clock times them all."""
 
     @property
     def untouched(self) -> bool:
-        return not self.indent and not self.double_spaced and self.wrap is None
+        return not self.indent and not self.double_spaced and self.wrap is None and self.skew is None
 
 
 def paste_of(head: bytes, whole: bool) -> Paste:
@@ -86,7 +89,36 @@ def paste_of(head: bytes, whole: bool) -> Paste:
     lines = [line.rstrip(b"\r") for line in lines]
     indent = _shared_indent([line for line in lines if line.strip()])
     text = [decode_line(line.removeprefix(indent)) for line in lines if line.strip()]
-    return Paste(indent, _double_spaced(lines), _wrap_width(text))
+    return Paste(indent, _double_spaced(lines), _wrap_width(text), _clock_skew(text))
+
+
+_SAME_MOMENT_S = 120
+"""Two stamps on one line within this of a whole number of quarter hours apart are one moment on two clocks."""
+
+
+def _clock_skew(lines: list[str]) -> int | None:
+    """How far the wrapper's clock runs from vLLM's (a multiple of 15 minutes, a time zone), learnt from the first
+    line that carries both, when only lines before it carry vLLM's alone; else None (one clock times every line).
+
+    ci-llava-image-embeds-slow-shard-load-timeout: the paste's first line, begun inside a Buildkite line, has
+    vLLM's 12:38:36 (UTC-7) only, the next ones Buildkite's 19:38:46Z before vLLM's 12:38:46: a start-up that
+    took a minute read as 421.
+    """
+    skew: int | None = None
+    alone = False
+    for line in lines:
+        outer, own = clocks(line)
+        if outer is not None and own is not None and skew is None:
+            apart = outer.key - own.key
+            zone = round(apart / 900) * 900
+            if abs(apart - zone) > _SAME_MOMENT_S or zone == 0:
+                return None
+            skew = zone
+        elif outer is None and own is not None:
+            if skew is not None:
+                return None  # vLLM's time alone after the wrapper began: not one wrapped log (logs pasted together)
+            alone = True
+    return skew if alone else None
 
 
 def _wrap_width(lines: list[str]) -> int | None:

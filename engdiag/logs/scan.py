@@ -6,12 +6,12 @@ This path defines what the events of a log *are*; the bulk scanner
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from engdiag.logs.clock import Clock
 from engdiag.logs.events import Event, Proc, Stamp
 from engdiag.logs.extract import extract
-from engdiag.logs.lines import Piece, pieces
+from engdiag.logs.lines import Piece, clocks, pieces
 from engdiag.logs.paste import cut_at
 from engdiag.logs.records import Assembler, Record
 
@@ -55,6 +55,9 @@ class LineScanner:
         self.wrap: int | None = None
         """The width the paste cut every long line at (``engdiag.logs.paste``), once its head has shown it;
         such an input is read line by line (``feed``), never by the bulk scanner."""
+        self.skew: int | None = None
+        """Seconds from vLLM's own clock to the paste's wrapper clock (``engdiag.logs.paste``): a line with vLLM's
+        time alone is moved onto the wrapper's clock.  Such an input too is read line by line."""
 
     @property
     def last_stamp(self) -> Stamp | None:
@@ -70,7 +73,10 @@ class LineScanner:
         """Read one physical line; return the events of any record it completed."""
         self.summary.lines = lineno
         events: list[Event] = []
-        for piece in cut_at(pieces(line, lineno), self.wrap):
+        found = pieces(line, lineno)
+        if self.skew and clocks(line)[0] is None:
+            found = [replace(p, stamp=p.stamp.shifted(self.skew)) if p.stamp else p for p in found]
+        for piece in cut_at(found, self.wrap):
             events.extend(self._piece(piece))
         return events
 

@@ -123,8 +123,9 @@ def scan_input(
         if how is not None and note is not None:
             note(how)
         paste, stream = input_paste(opened.stream, opened.plain)
-        scanner.wrap = paste.wrap
-        if window.empty and backend != "lines" and not paste.double_spaced and paste.wrap is None:
+        scanner.wrap, scanner.skew = paste.wrap, paste.skew
+        if window.empty and backend != "lines" and not paste.double_spaced and paste.wrap is None \
+                and paste.skew is None:
             report = None if progress is None else (lambda done: progress(log.name, done, total))
             bulk_scan(dedented(stream, paste.indent), scanner, backend, sink, progress=report, count=count)
             for event in scanner.finish():
