@@ -11,7 +11,7 @@ from __future__ import annotations
 from engdiag.analysis.facts import Facts
 from engdiag.analysis.model import Activity, Guard
 from engdiag.logs.events import Event, Failure, NcclWork, Phase, Signal, Timeout
-from engdiag.logs.patterns.waits import ASCEND_TASK, MOONCAKE, TT_METAL
+from engdiag.logs.patterns.waits import ASCEND_TASK, MOONCAKE, OMNI_KV, TT_METAL
 from engdiag.timeouts.knobs import (
     DISTRIBUTED,
     ENGINE_READY,
@@ -103,6 +103,9 @@ def _guard_for(facts: Facts, event: Event) -> Guard:
         return Guard("Mooncake KV-transfer abort timeout", "vLLM (Mooncake connector)", 480.0, "default",
                      "the prefill side making a request's KV ready for the decode side",
                      "VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT", *where)
+    if signal is Signal.COMM_TIMEOUT and data.guard == OMNI_KV:
+        return Guard("vllm-omni KV-transfer wait", "vllm-omni", limit, origin,
+                     "the next stage receiving a request's KV cache from the stage before it", None, *where)
     if signal is Signal.COMM_TIMEOUT and data.guard == TT_METAL:
         return Guard("tt-metal operation timeout", "tt-metal", None, "TT_METAL_OPERATION_TIMEOUT_SECONDS (off unless set)",
                      "one device operation, from dispatch to completion", "TT_METAL_OPERATION_TIMEOUT_SECONDS", *where)

@@ -28,7 +28,7 @@ from engdiag.analysis.draft import Draft
 from engdiag.analysis.facts import Facts, stalled
 from engdiag.analysis.verdict import Kind, Role, Verdict
 from engdiag.logs.events import Event, NcclWork, Peer, Rendezvous, Signal, Timeout
-from engdiag.logs.patterns.waits import ASCEND_TASK, MOONCAKE, STORE_LOST, TT_METAL
+from engdiag.logs.patterns.waits import ASCEND_TASK, MOONCAKE, OMNI_KV, STORE_LOST, TT_METAL
 
 _NODE_PIN = re.compile(r"'node:(?P<ip>[0-9a-fA-F.:]+)'")
 """A Ray resource request pinned to one node's IP (vLLM pins the driver's bundle to node:<VLLM_HOST_IP>)."""
@@ -84,6 +84,10 @@ def _comm_steps(draft: Draft, event: Event) -> None:
                    "there (the proxy's routing, or a prefill engine that stopped)")
         draft.step("only if the prefill side was still working on them: raise VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT "
                    "(480 s by default) on both instances, above the longest prefill under that load")
+    elif signal is Signal.COMM_TIMEOUT and isinstance(event.data, Timeout) and event.data.guard == OMNI_KV:
+        draft.step("read the stage before's log for that request id: an error or zero tokens there is the cause")
+        draft.step("check that the stages agree on the KV keys: the same tensor-parallel size on both, or a "
+                   "connector that maps ranks between them")
     elif signal is Signal.COMM_TIMEOUT and isinstance(event.data, Timeout) and event.data.guard == TT_METAL:
         draft.step("reset the wedged device before starting again (tt-smi from Tenstorrent's tools)", "tt-smi -r")
         draft.step("tell a hang from a long operation: rerun with a longer watchdog (a hang still trips it)",
@@ -176,6 +180,11 @@ def _likely(root: Event) -> tuple[str, float, str | None] | None:
                 "never had it ready within VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT (480 s by default)"), 0.5,
                 ("the prefill instance's log at that time: those requests still prefilling there (a slow prefill "
                 "under load) or never scheduled (stuck)"))
+    if data.guard == OMNI_KV:
+        return (("deadlocked (likely): a stage gave up waiting for a request's KV cache from the stage before it, "
+                "which never delivered it"), 0.5,
+                ("the stage before's log for that request id: it failed or produced nothing (stuck for good), or "
+                "was still generating (a limit shorter than its work)"))
     if data.guard == TT_METAL:
         return (("deadlocked (likely): the device stopped answering its dispatch queue and tt-metal's operation "
                 "watchdog reported a potential hang"), 0.6,

@@ -52,11 +52,14 @@ def _in_forward(text: str) -> bool:
 
     An exception raised there comes from the computation itself: a tensor it could not allocate, a shape or
     dtype check, a device fault surfacing at a launch (asynchronous faults mostly surface later, at a sync in
-    the sampler or output handling, which is excluded).  Every forward traceback of the corpus cut before
-    its error was an OOM (mllama-vision-encoder-oom-fixed-by-max-num-seqs-16, single-3090-gdn-multiturn-
+    the sampler or output handling, which is excluded).  Most forward tracebacks of the corpus cut before
+    their error were an OOM (mllama-vision-encoder-oom-fixed-by-max-num-seqs-16, single-3090-gdn-multiturn-
     accumulated-context-oom, deepseek-dp-ep-809-running-reqs-gpu-oom, ray-deserialize-error-hides-gpu-oom-
-    pp2-tp8, minicpmv-profile-run-dummy-images-oom-l20), and a long traceback is the one a paste cuts.  A
-    collective inside the forward (tensor-parallel all-reduce) fails on its peers: not this reading.
+    pp2-tp8, rtx6kpro-ds4-long-context-prefill-delayed-cuda-oom; six of nine with the profile run's), and a long
+    traceback is the one a paste cuts; the rest were a model or kernel the version did not support, raised in a
+    start-up warm-up (speculators-qwen3vl-eagle3-drafter-dummy-run, qwen25vl-72b-awq-torch-compile-startup), so
+    the reading stays "likely" at low confidence.  A collective inside the forward (tensor-parallel all-reduce)
+    fails on its peers: not this reading.
     """
     frames = _FRAME.findall(text)
     if not frames or not _FORWARD_CODE.search(frames[-1][0]) or _RERAISED_NOT_OOM.search(text):

@@ -23,6 +23,8 @@ openrlhf-vllm-weight-sync-group-docker-bridge-ip-unreachable, a store on an unre
 ASCEND_TASK = "HCCL collective or device task (the stream's work never finished)"
 MOONCAKE = "mooncake"
 """The guard of the Mooncake connector's KV-transfer wait (VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT)."""
+OMNI_KV = "vllm-omni-kv"
+"""The guard of vllm-omni's wait for a request's KV cache from the stage before (its KV transfer manager's limit)."""
 TT_METAL = "tt-metal"
 """The guard of tt-metal's operation timeout (TT_METAL_OPERATION_TIMEOUT_SECONDS)."""
 _STORE_REMOTE = re.compile(r"remote=\[?(?:::ffff:)?(?P<host>[^\]\s)]+?)\]?:(?P<port>\d+)\)")
@@ -283,6 +285,18 @@ WAITS: tuple[Rule, ...] = (
         "Timeout waiting for P side ready",
         _c(r"Timeout waiting for P side ready"),
         _const(Timeout(call="Mooncake KV pull", limit_s=None, guard=MOONCAKE)),
+    ),
+    # vllm-omni's KV transfer between stages, on the receiving stage: "Timeout waiting for KV cache for request %s
+    # after %ss" (kv_transfer_manager.py; later "…; missing keys=%s"): the stage before never delivered that
+    # request's KV (vllm-omni-hunyuan-ar-replica-kv-wait-timeout: the AR stage produced 0 tokens after a
+    # multimodal-cache miss, the DiT stage waited 30 s).  The profile run's own request ("dummy_req_id") waits at
+    # start-up for KV that no stage sends: not a wait on anyone.
+    Rule(
+        Signal.COMM_TIMEOUT,
+        "Timeout waiting for KV cache for request",
+        _c(r"Timeout waiting for KV cache for request (?P<r>\S+) after (?P<s>[\d.]+)s"),
+        lambda m, t: [] if m["r"].startswith("dummy") else [
+            Timeout(call="KV cache from the stage before (vllm-omni)", limit_s=_f(m["s"]), guard=OMNI_KV)],
     ),
     # Tenstorrent's tt-metal, under the vLLM TT plugin: with TT_METAL_OPERATION_TIMEOUT_SECONDS set, a device
     # that stops answering its dispatch queue raises "TIMEOUT: device timeout[ in fetch queue wait], potential

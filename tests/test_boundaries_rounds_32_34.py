@@ -1,4 +1,4 @@
-"""The rules learnt from blind rounds 32 and 33, each on both sides of its line (cases named in tests/corpus/HELDOUT.md)."""
+"""The rules learnt from blind rounds 32 to 34, each on both sides of its line (cases named in tests/corpus/HELDOUT.md)."""
 
 from __future__ import annotations
 
@@ -123,3 +123,19 @@ def test_a_load_that_began_and_never_reported_its_end_is_where_the_log_stops(tmp
 def test_a_load_that_reported_its_end_is_not_still_running(tmp_path):
     done = "INFO 10-02 08:09:20 model_runner.py:1025] Loading model weights took 57.2 GB\n"
     assert "weight loading running" not in _verdict(tmp_path, _LOAD + done).headline
+
+
+_OMNI = """\
+(Worker_TP0 pid=585436) INFO 05-14 19:21:12 [kv_transfer_manager.py:920] KV transfer OK: img_edit-8a02, 220042915 bytes across 1 key(s), 0.151s, 1393.7 MB/s
+ERROR 05-14 19:21:15 [kv_transfer_manager.py:1116] Timeout waiting for KV cache for request {request} after 30.0s
+"""
+
+
+def test_a_stage_that_never_got_a_requests_kv_waited_on_the_stage_before(tmp_path):
+    verdict = _verdict(tmp_path, _OMNI.format(request="img_edit-ac7be4b5a8295c04"))
+    assert verdict.kind.value == "deadlocked" and "stage before" in verdict.headline
+    assert "stage before's log" in (verdict.undecided or "")
+
+
+def test_the_profile_runs_dummy_request_waits_on_no_one(tmp_path):
+    assert _verdict(tmp_path, _OMNI.format(request="dummy_req_id")).kind.value != "deadlocked"
