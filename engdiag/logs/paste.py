@@ -92,6 +92,8 @@ def paste_of(head: bytes, whole: bool) -> Paste:
     return Paste(indent, _double_spaced(lines), _wrap_width(text), _clock_skew(text))
 
 
+_SKEW_LINES = 50
+"""Timed lines of the head looked at for two clocks: a paste begun inside a wrapped line shows it at once."""
 _SAME_MOMENT_S = 120
 """Two stamps on one line within this of a whole number of quarter hours apart are one moment on two clocks."""
 
@@ -106,7 +108,7 @@ def _clock_skew(lines: list[str]) -> int | None:
     """
     skew: int | None = None
     alone = False
-    for line in lines:
+    for line in [line for line in lines if ":" in line][:_SKEW_LINES]:  # a line without a colon has no time
         outer, own = clocks(line)
         if outer is not None and own is not None and skew is None:
             apart = outer.key - own.key
