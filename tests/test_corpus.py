@@ -184,6 +184,9 @@ UNDECIDABLE_FROM_THE_LOG = {
     # a 421-minute start-up); on one clock the log spans 48 s, the load still advancing, and the test's
     # server-start limit that gave up is in no line.
     "ci-llava-image-embeds-slow-shard-load-timeout": ("slow", "the lines after this point"),
+    # Blind round 35, low: a two-GPU WSL2 start-up that stops after launch; the barrier in vLLM's P2P check where
+    # it hung is a later reply's stack, in no line
+    "wsl2-2x4090-tp2-p2p-check-barrier-hang": ("deadlocked", "the lines after launch"),
 }
 
 NO_SIGNAL_IN_THE_LOG = {
@@ -236,6 +239,12 @@ NO_SIGNAL_IN_THE_LOG = {
 }
 
 NOT_A_VLLM_LOG = {
+    # Blind round 35, medium: nvcc's own output of FlashInfer's GDN-kernel JIT build failing ("7 errors detected in
+    # the compilation of …"), no line of vLLM's
+    "ms-swift-qwen35-gkd-flashinfer-gdn-jit-build-fail",
+    # Blind round 35, low: a function-trace file (VLLM_TRACE_FUNCTION's "Call to … / Return from …" lines) ending
+    # inside FlashInfer's prefill; a trace of calls, not a log, and the hang it shows was never diagnosed
+    "vllm-b200-flashinfer-fa2-prefill-random-hang",
     # Blind round 34, medium: the reporter's own prints of vLLM 0.3.0's block profiling (free_gpu_memory,
     # peak_memory, cache_block_size), not lines vLLM prints; the 'No available memory for the cache blocks' error
     # is outside the excerpt
@@ -304,7 +313,7 @@ NOT_A_VLLM_LOG = {
 
 def test_corpus_is_complete():
     # 55 from ../shared/corpus + 25 + the cases collected blind in 31 rounds (HELDOUT.md)
-    assert len(CASES) == 656
+    assert len(CASES) == 671
     for case in CASES:
         meta = json.loads((case / "case.json").read_text())
         assert meta["source"].startswith("https://")
@@ -316,6 +325,10 @@ _UNDIAGNOSED_V0_STEP = (
     "the thread never diagnosed it"
 )
 READ_OTHERWISE = {
+    # Blind round 35, low: WSL2 with four GPUs, a worker's traceback cut inside the memory-profiling run
+    "wsl2-qwen2vl-4gpu-spurious-oom-allreduce":
+        "a traceback cut inside the memory-profiling run reads as the likely OOM such cuts are; that the reported "
+        "'out of memory' is WSL2's multi-GPU transport (NCCL-tests fail the same way) is the thread's, in no line",
     # Blind round 34, medium each: tracebacks cut inside a forward at start-up (a drafter's dummy_run; a
     # torch.compile graph), which read as the likely OOM that most such cuts in the corpus were
     "speculators-qwen3vl-eagle3-drafter-dummy-run":

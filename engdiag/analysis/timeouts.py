@@ -33,6 +33,8 @@ from engdiag.analysis.model import Guard
 from engdiag.analysis.timeline import is_progress
 from engdiag.analysis.verdict import Kind, Role, Verdict
 from engdiag.logs.events import Event, Iteration, Phase, Progress, Signal, Timeout
+from engdiag.roles import Role as ProcRole
+from engdiag.roles import role_of
 
 LONG_STEP_MS = 10_000
 """A step this long (``Iteration(N): ... elapsed time``) is already a large share of any step guard."""
@@ -139,6 +141,11 @@ def startup_death(facts: Facts) -> Verdict | None:
         return None
     if raised_before(facts, death) is not None:
         return None  # the process logged why it failed just before: a crash, not a limit (vLLM issue 20670)
+    if role_of(getattr(death.data, "name", None) or "") in (ProcRole.ENGINE_CORE, ProcRole.WORKER):
+        # the engine core or a worker raising is the start-up work failing, not a waiter giving up on it: the
+        # ready timeout raises in the API server (163-shard-weight-load-exceeds-engine-ready-timeout: ApiServer_5)
+        # (vllm-gh200-multinode-capture-ima: EngineCore_DP0 raised 2/83 into CUDA-graph capture)
+        return None
     if memory.allocating_sites(facts):
         # the dying process's own traceback runs through the allocation it was doing: that work raised, no
         # waiter gave up on it (mllama-11b-profile-run-oom-default-max-num-seqs: the profiling run)

@@ -35,6 +35,12 @@ DEVICE_FAULTS: tuple[Rule, ...] = (
     # (minimax-m25-aiter-fmoe-memory-access-fault: right after an AITER fused-MoE kernel loaded)
     Rule(Signal.CUDA_ERROR, "Memory access fault by GPU",
          _c(r"Memory access fault by GPU node"), _const(Failure(name="ROCm memory access fault"))),
+    # the HIP runtime's queue callback on the same kind of fault: ":0:rocdevice.cpp :3675: … Callback: Queue 0x…
+    # aborting with error : HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION: The agent attempted to access memory beyond
+    # the largest legal address." with the faulting kernel's name below (aiter-vskip-aperture-violation-deepseek-
+    # r1-mi300x: an AITER fused-MoE kernel on MI300X)
+    Rule(Signal.CUDA_ERROR, "HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION",
+         _c(r"HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION"), _const(Failure(name="ROCm memory aperture violation"))),
     Rule(Signal.CUDA_ERROR, "device-side assert", _c(r"device-side assert triggered")),
     Rule(Signal.CUDA_ERROR, "unspecified launch failure", _c(r"unspecified launch failure")),
     Rule(Signal.CUDA_ERROR, "CUDA error: ", _c(r"CUDA error: (?!out of memory|CUBLAS_STATUS_ALLOC_FAILED)[^\n]{0,200}")),

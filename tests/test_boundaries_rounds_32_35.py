@@ -1,4 +1,4 @@
-"""The rules learnt from blind rounds 32 to 34, each on both sides of its line (cases named in tests/corpus/HELDOUT.md)."""
+"""The rules learnt from blind rounds 32 to 35, each on both sides of its line (cases named in tests/corpus/HELDOUT.md)."""
 
 from __future__ import annotations
 
@@ -139,3 +139,35 @@ def test_a_stage_that_never_got_a_requests_kv_waited_on_the_stage_before(tmp_pat
 
 def test_the_profile_runs_dummy_request_waits_on_no_one(tmp_path):
     assert _verdict(tmp_path, _OMNI.format(request="dummy_req_id")).kind.value != "deadlocked"
+
+
+_DEATH = """\
+Capturing CUDA graphs (mixed prefill-decode, PIECEWISE):   2%|▏         | 2/83 [00:01<00:56,  1.43it/s]
+({proc} pid=230522) Process {proc}:
+({proc} pid=230522) Traceback (most recent call last):
+({proc} pid=230522)   File "/usr/lib/python3.12/multiprocessing/process.py", line 314, in _bootstrap
+({proc} pid=230522)     self.run()
+"""
+
+
+def test_the_api_server_dying_while_start_up_advances_is_its_wait_giving_up(tmp_path):
+    assert _verdict(tmp_path, _DEATH.format(proc="ApiServer_5")).kind.value == "slow"
+
+
+def test_the_engine_core_dying_while_start_up_advances_is_the_work_failing(tmp_path):
+    verdict = _verdict(tmp_path, _DEATH.format(proc="EngineCore_DP0"))
+    assert verdict.kind.value != "slow"
+
+
+_HSA = (":0:rocdevice.cpp            :3675: 2139490044663 us:  Callback: Queue 0x7ee7b4200000 aborting with error : "
+        "{status}: The agent attempted to access memory beyond the largest legal address. code: 0x29\n"
+        "Kernel Name: _ZN5aiter50fmoe_bf16_blockscaleFp8_g1u1_vs_silu_1tg_ps_32x256E\n")
+
+
+def test_hips_aperture_violation_is_amds_illegal_memory_access(tmp_path):
+    verdict = _verdict(tmp_path, _HSA.format(status="HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION"))
+    assert verdict.kind.value == "crashed"
+
+
+def test_another_queue_error_is_not_read_as_that_fault(tmp_path):
+    assert _verdict(tmp_path, _HSA.format(status="HSA_STATUS_ERROR_OUT_OF_RESOURCES")).kind.value != "crashed"
