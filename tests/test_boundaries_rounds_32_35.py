@@ -171,3 +171,10 @@ def test_hips_aperture_violation_is_amds_illegal_memory_access(tmp_path):
 
 def test_another_queue_error_is_not_read_as_that_fault(tmp_path):
     assert _verdict(tmp_path, _HSA.format(status="HSA_STATUS_ERROR_OUT_OF_RESOURCES")).kind.value != "crashed"
+
+
+def test_the_notify_waits_printed_limit_is_the_guards_limit(tmp_path):
+    path = tmp_path / "plog.log"
+    path.write_text(_HCCL.format(what="notify wait timeout occurred during task execution"))
+    fired = analyze([str(path)]).model.guard
+    assert fired is not None and fired.limit_s == 204 and fired.limit_origin == "printed"

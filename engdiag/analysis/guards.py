@@ -94,8 +94,9 @@ def _guard_for(facts: Facts, event: Event) -> Guard:
         return Guard(f"{data.call} timeout", "PyTorch (gloo)", limit, origin,
                      "a CPU-side collective between ranks", "--cpu-distributed-timeout-seconds (0.22+)", *where)
     if signal is Signal.COMM_TIMEOUT and data.call == ASCEND_TASK:
-        return Guard("Ascend stream task timeout", "Ascend runtime", None, "HCCL_EXEC_TIMEOUT for collectives (1836 s "
-                     "default)", "a device stream's work, most often an HCCL collective", "HCCL_EXEC_TIMEOUT", *where)
+        return Guard("Ascend stream task timeout", "Ascend runtime", limit,
+                     origin if limit else "HCCL_EXEC_TIMEOUT for collectives (1836 s default)",
+                     "a device stream's work, most often an HCCL collective", "HCCL_EXEC_TIMEOUT", *where)
     if signal is Signal.COMM_TIMEOUT and data.guard == "hccl":
         return Guard("HCCL notify-wait timeout", "Ascend HCCL", None, "HCCL_EXEC_TIMEOUT (1836 s default)",
                      data.call or "a collective between NPUs", "HCCL_EXEC_TIMEOUT", *where)

@@ -233,7 +233,7 @@ WAITS: tuple[Rule, ...] = (
     Rule(
         Signal.COMM_TIMEOUT,
         "notify wait timeout occurred",
-        _c(r"notify wait timeout occurred during task execution[^\n]*?(?:timeout=(?P<s>\d+)s)?"),
+        _c(r"notify wait timeout occurred during task execution(?:[^\n]*?timeout=(?P<s>\d+)s)?"),
         lambda m, t: [Timeout(call=ASCEND_TASK, limit_s=_f(m["s"]), guard="hccl")],
     ),
     Rule(
