@@ -244,3 +244,21 @@ def test_lines_that_open_with_their_own_date_or_carry_a_vllm_header_are_never_th
     wide, dated = pieces(server.format(s=27), 1)[-1], pieces(client.format(s=33), 2)[0]
     assert joins(wide, dated) is None
     assert joins(wide, pieces("2026 tokens were scheduled in the last step", 2)[0]) is not None  # a tail still joins
+
+
+def test_a_progress_bar_cut_at_the_pastes_width_keeps_its_count_and_its_time(tmp_path):
+    # outlines-fsm-index-compile-15min-engine-idle cut at 120 columns: the bar's "15831/15" + "831 [15:10<…]"
+    bar = "Compiling FSM index for all state transitions: 100%|" + "█" * 58 + "| 15831/15831 [15:10<00:00, 17.39it/s]"
+    stats = ("INFO 08-09 03:02:36 metrics.py:406] Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: "
+             "0.0 tokens/s, Running: 0 reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: 0.0%.")
+    lines = []
+    for line in (bar, stats, stats.replace("03:02:36", "03:02:46")):
+        while len(line) > 120:
+            lines.append(line[:120])
+            line = line[120:]
+        lines.append(line)
+    path = tmp_path / "cut.log"
+    path.write_text("\n".join(lines) + "\n")
+    assert paste_of(path.read_bytes(), True).wrap == 120
+    compile_step = next(a for a in analyze([str(path)]).model.activities if a.name == "guided-decoding compile")
+    assert compile_step.seconds == 910 and "15831/15831" in compile_step.detail

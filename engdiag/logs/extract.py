@@ -107,12 +107,14 @@ class _Builder:
 def _special(builder: _Builder) -> list[Event]:
     """Events from a record's shape rather than a rule: tqdm bars and 5xx access lines."""
     head = builder.record.head
-    if head.shape is Shape.BAR and any(literal in head.msg for literal in BAR_LITERALS):
-        found = bar_progress(head.msg)
+    # the head's line as the paste had it: a line a paste cut at its width goes on in the next pieces
+    line = builder.original.partition("\n")[0] if len(builder.record.pieces) > 1 else head.msg
+    if head.shape is Shape.BAR and any(literal in line for literal in BAR_LITERALS):
+        found = bar_progress(line)
         if found is not None:
             return [builder.event(Signal.PROGRESS_BAR, 0, Progress(*found))]
-    if head.shape is Shape.ACCESS and HTTP_ERROR_LITERAL in head.msg:
-        found_status = access_status(head.msg)
+    if head.shape is Shape.ACCESS and HTTP_ERROR_LITERAL in line:
+        found_status = access_status(line)
         if found_status is not None and found_status[2] >= 500:
             return [builder.event(Signal.HTTP_ERROR, 0, HttpStatus(*found_status))]
     return []
