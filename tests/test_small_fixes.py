@@ -102,3 +102,13 @@ def test_the_bulk_scanner_marks_an_impossible_time_like_the_line_scanner(tmp_pat
     out = run_engdiag("analyze", str(log), env={"COLUMNS": "120", "ENGDIAG_SCANNER": backend}).stdout.decode()
     assert "no time of its own" in out and "≥ 0s" in out
     assert "no progress for  0s" not in out
+
+
+def test_lines_with_no_signal_still_say_what_to_do_next(tmp_path):
+    from engdiag.analysis.analyze import analyze
+
+    path = tmp_path / "quiet.log"
+    path.write_text("(APIServer pid=41) INFO 08-11 12:38:36 [api_server.py:1] args: port=8000\n")
+    verdict = analyze([str(path)]).verdict
+    assert verdict.kind.value == "unknown" and "no progress" in verdict.headline
+    assert any(step.command and step.command.startswith("engdiag analyze") for step in verdict.next_steps)

@@ -37,6 +37,7 @@ from engdiag.analysis import (
     wait_rules,
     waits,
 )
+from engdiag.analysis.advice import next_steps
 from engdiag.analysis.facts import Facts
 from engdiag.analysis.timeline import Timeline
 from engdiag.analysis.verdict import Kind, Verdict
@@ -153,6 +154,7 @@ def judge(facts: Facts) -> Verdict:
             confidence=0.1,
             headline="unknown: the vLLM lines here carry no progress, timeout, stall, memory or crash signal",
             undecided="the lines around the failure: the full log from launch, or the traceback's last line",
+            next_steps=tuple(next_steps(facts, Kind.UNKNOWN, None, None)),
         )
     if not facts.t.events:
         return Verdict(
