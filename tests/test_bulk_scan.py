@@ -28,6 +28,7 @@ from engdiag.logs.hotscan import native
 from engdiag.logs.inputs import MAX_LINE_BYTES, expand
 from engdiag.logs.source import scan_input
 from engdiag.logs.patterns import LITERALS
+from engdiag.logs.quick import hot_events
 from tests.conftest import CORPUS, run_engdiag, write_log
 from tests.test_hot_scan import ACCESS, ADDED, MUTATIONS, RECEIVED
 from tests.test_user_data import FIELDS as USER_FIELDS
@@ -267,3 +268,33 @@ def test_a_line_said_to_start_its_own_record_never_continues_the_vllm_line_befor
         said += 1
         assert joins(prev, pieces(line, number + 1)[0]) is None, (prev_line, line)
     assert said > 300, "the check should be certain for many lines after a vLLM line"
+
+
+KUBE = "2025-10-20T13:00:00.05Z \x1b[0;36m{}"
+"""kubectl's stamp and the colour codes around the process tag (the benchmark's v1-kubectl shape)."""
+
+
+def _kubectl(line: str) -> str:
+    return KUBE.format(line.replace(") INFO", ")\x1b[0;0m INFO", 1))
+
+
+def test_one_line_records_of_a_window_with_colour_codes_skip_extract_only_where_the_search_saw_them(
+        tmp_path, monkeypatch):
+    """Behind kubectl's colour codes a stats line is read without ``extract`` too, unless a colour code sits in
+    its message: past the first 256 characters the line reader keeps it, and there it can make a literal that
+    the search, which strips every code, does not see ('\\x1b[1m' + 'emory allocation…').  (A dense window, read
+    line by line, skipped extract for such a line before, and lost its event.)"""
+    stats = ("(APIServer pid=41) INFO 10-20 06:00:01 [loggers.py:127] Engine 000: Avg prompt throughput: 0.0 "
+             "tokens/s, Avg generation throughput: 0.0 tokens/s, Running: 2 reqs, Waiting: 0 reqs, GPU KV cache "
+             "usage: 1.0%")
+    hidden = (stats + ", " + "x" * 300 + " \x1b[1memory allocation failed with OOM on device 0 while trying to "
+              "allocate 1024 bytes, " + "y" * 120)
+    tail_code = stats + " done \x1b[0m"
+    lines = [_kubectl(line) for line in [RECEIVED, ADDED, ACCESS] * 40 + [stats, hidden, tail_code] * 3]
+    read: list[str] = []
+    monkeypatch.setattr(bulk, "hot_events", lambda piece, *more: read.append(piece.msg) or hot_events(piece, *more))
+    for size in (2000, 1 << 16):  # dense windows, then one sparse (planned) window
+        read.clear()
+        _same_everywhere(write_log(tmp_path / f"kube-{size}.log", lines), monkeypatch, window_bytes=size)
+        assert not any("\x1b" in msg for msg in read), "a message with a colour code must go through extract"
+    assert any(msg.endswith("usage: 1.0%") for msg in read), "a plain stats line should skip extract"

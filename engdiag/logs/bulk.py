@@ -41,7 +41,7 @@ from engdiag.logs.windowscan import Searches
 TagSearch = Callable[[bytes], set[tuple[bytes, bytes, bytes, bytes]]]
 from engdiag.logs.inputs import decode_line
 from engdiag.logs.lines import Piece, Shape, pieces
-from engdiag.logs.quick import hot_events, quick_piece, starts_own_record
+from engdiag.logs.quick import hot_events, quick_piece, searched_whole, starts_own_record
 from engdiag.logs.records import joins, tracebackish
 from engdiag.logs.scan import LineScanner
 
@@ -160,14 +160,18 @@ def _last_lines_of_procs(window: _Window, data: bytes, starts: Sequence[int], ta
 
 
 def _hot(window: _Window, index: int, literals: set[int], source: str) -> list[Event] | None:
-    """The events of a one-line record read without ``extract`` (``quick.hot_events``), if it is one."""
-    if not window.quick or index + 1 >= len(window.lines):
+    """The events of a one-line record read without ``extract`` (``quick.hot_events``), if it is one (with colour
+    codes in the window: if the search saw its message whole, and the next line's piece is built to know)."""
+    if index + 1 >= len(window.lines):
         return None
     found = window.pieces(index)
     if len(found) != 1 or found[0].shape is not Shape.VLLM or not found[0].msg.strip() or tracebackish(found[0].msg):
         return None  # it might continue the record before it
+    if not window.quick and not searched_whole(window.lines[index], found[0].msg):
+        return None
     nxt = index + 1
-    if not starts_own_record(window.lines[nxt], found[0]) and joins(found[0], window.pieces(nxt)[0]) is not None:
+    certain = window.quick and starts_own_record(window.lines[nxt], found[0])
+    if not certain and joins(found[0], window.pieces(nxt)[0]) is not None:
         return None
     return hot_events(found[0], literals, source)
 
@@ -253,7 +257,8 @@ def _feed_all(
             literals = candidates.get(index)
             if literals is None:
                 events = []  # no literal: its record, if it stays one piece, yields nothing
-            elif found[0].shape is Shape.VLLM and found[0].msg.strip() and not tracebackish(found[0].msg):
+            elif (found[0].shape is Shape.VLLM and found[0].msg.strip() and not tracebackish(found[0].msg)
+                  and (window.quick or searched_whole(window.lines[index], found[0].msg))):
                 events = hot_events(found[0], literals, source)
         if events is not None:
             closed = scanner.feed_known(first + index, found[0], events)

@@ -105,6 +105,22 @@ def starts_own_record(line: bytes, prev: Piece) -> bool:
     return _ACCESS.match(line) is not None
 
 
+def searched_whole(line: bytes, msg: str) -> bool:
+    """Is every literal of ``msg`` (a piece of the raw ``line`` of a window with colour codes) one the literal
+    search saw on this line?  It is when the message is the line's own tail, after the header's ``]`` or space,
+    and holds no colour code, nor part of one: the search's copy without colour codes (and without the token
+    id lists, see ``engines.LISTS_CUT``) keeps every match inside it whole."""
+    raw = msg.encode()
+    return (line.endswith(raw) and len(line) > len(raw) and line[-len(raw) - 1] in _HEADER_END
+            and b"\x1b" not in raw and _CODE_PART.search(raw) is None)
+
+
+_HEADER_END = b"] "
+_CODE_PART = re.compile(rb"\[[0-9;]*m")
+"""With ESC, what any colour code holds: a message without either has none inside (one literal first byte:
+``re`` skips to each ``[`` at C speed, where an alternation is tried at every byte)."""
+
+
 def _hot_literals() -> dict[int, str]:
     """Literal index → literal, for literals whose rules are plain first-match rules (no crash-dump every=True)."""
     hot: dict[int, str] = {}
