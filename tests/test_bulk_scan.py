@@ -298,3 +298,32 @@ def test_one_line_records_of_a_window_with_colour_codes_skip_extract_only_where_
         _same_everywhere(write_log(tmp_path / f"kube-{size}.log", lines), monkeypatch, window_bytes=size)
         assert not any("\x1b" in msg for msg in read), "a message with a colour code must go through extract"
     assert any(msg.endswith("usage: 1.0%") for msg in read), "a plain stats line should skip extract"
+
+
+def _kube_variants(line: str) -> list[str]:
+    stamps = ("2025-10-20T13:00:00.05Z", "2026-01-01T00:00:07.123456789Z", "2025-12-31T23:59:59+01:00")
+    return [f"{stamp} {code}{line.replace(') ', ')' + end + ' ', 1)}"
+            for stamp, code, end in zip(stamps, ("\x1b[0;36m", "\x1b[1;36m", "\x1b[36m"), ("\x1b[0;0m", "\x1b[0m", "\x1b[0;0m"))]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="\x1b^[]0123456789;mE#SC( )pid=:|'\"NCL\r", max_size=40))
+def test_a_kubectl_line_read_quickly_is_read_as_the_line_reader_reads_it(noise):
+    """``kube_piece`` gives exactly the one piece ``lines.pieces`` gives (with kubectl's stamp and its year),
+    or None: on every corpus and pool line behind kubectl's stamp and a coloured tag, and with noise (colour
+    codes, parts of them, NCCL, CR, ``|``) in the message."""
+    from engdiag.logs.lines import pieces
+    from engdiag.logs.quick import kube_piece
+    from tests.test_hot_scan import POOL
+
+    lines = [line for case in sorted(CORPUS.glob("*/log.txt")) for line in case.read_text().splitlines()]
+    tagged = [line for line in lines + POOL if line.startswith("(") and ") " in line][:400]
+    read = 0
+    for line in [variant for line in tagged for variant in _kube_variants(line + noise)]:
+        quick = kube_piece(line.encode(), 7)
+        if quick is None:
+            continue
+        read += 1
+        assert [quick] == pieces(line, 7), line
+        assert quick.stamp is None or quick.stamp.calendar == pieces(line, 7)[0].stamp.calendar, line
+    assert read > 100 or noise, "most tagged lines should be read quickly"

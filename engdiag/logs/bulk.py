@@ -41,7 +41,7 @@ from engdiag.logs.windowscan import Searches
 TagSearch = Callable[[bytes], set[tuple[bytes, bytes, bytes, bytes]]]
 from engdiag.logs.inputs import decode_line
 from engdiag.logs.lines import Piece, Shape, pieces
-from engdiag.logs.quick import hot_events, quick_piece, searched_whole, starts_own_record
+from engdiag.logs.quick import hot_events, kube_piece, quick_piece, searched_whole, starts_own_record
 from engdiag.logs.records import joins, tracebackish
 from engdiag.logs.scan import LineScanner
 
@@ -67,7 +67,7 @@ class _Window:
         self.cued = cued
         """Lines here name processes the tag search cannot see: read them all."""
         self.quick = not colour(data)
-        """No colour code anywhere: the common line shapes may take ``quick_piece``."""
+        """No colour code anywhere: the common line shapes may take ``quick_piece`` (else kubectl's ``kube_piece``)."""
         self.lines = Lines(data, starts)
         self.starts = starts
         self.first_line = first_line
@@ -77,7 +77,7 @@ class _Window:
     def pieces(self, index: int) -> list[Piece]:
         found = self._pieces.get(index)
         if found is None:
-            quick = quick_piece(self.lines[index], self.first_line + index) if self.quick else None
+            quick = (quick_piece if self.quick else kube_piece)(self.lines[index], self.first_line + index)
             found = [quick] if quick is not None else pieces(decode_line(self.lines[index]), self.first_line + index)
             self._pieces[index] = found
         return found

@@ -5,7 +5,8 @@ access line are read here with one strict pattern each, giving exactly the
 ``Piece`` that ``lines.pieces`` gives — but only for lines where that is
 certain: ASCII (so ``\\w``, ``\\d`` and ``\\s`` mean the same in bytes and text),
 no CR, no ``|``, no Ray ``repeated`` suffix, and (checked per window by the
-caller) no colour code.  Anything else returns None and takes the full parser.
+caller) no colour code — or, with ``kube_piece``, kubectl's stamp and the two
+colour codes around the tag only.  Anything else returns None and takes the full parser.
 
 ``hot_events`` reads the request lines that come by the thousand (received,
 added, finished...) without ``extract``'s generic search: their literals are
@@ -16,12 +17,13 @@ literals run.  tests/test_bulk_scan.py holds both to the full path.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from itertools import pairwise
 
 from engdiag.logs.engines import literal_bytes
 from engdiag.logs.events import Event, Proc, Stamp
 from engdiag.logs.extract import event_text
-from engdiag.logs.lines import Piece, Shape, make_stamp
+from engdiag.logs.lines import Piece, Shape, kube_year, make_stamp
 from engdiag.logs.patterns import RULES_BY_LITERAL
 from engdiag.redact import mask
 
@@ -85,6 +87,38 @@ def quick_piece(line: bytes, lineno: int) -> Piece | None:
             width=len(line),
         )
     return None
+
+
+_KUBE_COLOUR = re.compile(
+    rb"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d)) \x1b\[[0-9;]{0,12}m"
+    rb"(\([A-Za-z_][\w.-]{0,60} pid=\d{1,9}\))\x1b\[[0-9;]{0,12}m"
+)
+"""kubectl's RFC 3339 stamp, then vLLM's process tag between colour codes (``\x1b[1;36m(Worker pid=9)\x1b[0;0m``),
+all bounded: the line reader strips codes in a line's first 256 characters only (and its last 96)."""
+
+
+def kube_piece(line: bytes, lineno: int) -> Piece | None:
+    """The piece ``lines.pieces`` would make of a kubectl line whose only colour codes are the two around its
+    process tag: what ``quick_piece`` makes of the tag and the rest, with kubectl's stamp and its year.
+
+    The stamp and the tag hold nothing a colour code could start with, and the rest no code nor part of one,
+    so cleaning removes exactly those two codes wherever the line reader strips them; no ``" NCCL "`` either
+    (the line reader could split the line there).
+    """
+    match = _KUBE_COLOUR.match(line)
+    if match is None:
+        return None
+    rest = line[match.end() :]
+    if b"\x1b" in rest or b" NCCL " in rest or _CODE_PART.search(rest) is not None:
+        return None
+    piece = quick_piece(match[2] + rest, lineno)
+    if piece is None:
+        return None
+    kube_ts = match[1].decode()
+    stamp = piece.stamp
+    if stamp is not None:
+        stamp = Stamp(stamp.month, stamp.day, stamp.second, stamp.year, kube_year(kube_ts, stamp.month))
+    return replace(piece, kube_ts=kube_ts, stamp=stamp, width=len(line))
 
 
 def starts_own_record(line: bytes, prev: Piece) -> bool:
