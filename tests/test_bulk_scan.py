@@ -246,7 +246,7 @@ def test_only_the_lines_naming_unseen_processes_are_read_line_by_line(backend, t
     data = "\n".join(requests + watchdog + after).encode()
     searches = bulk.engine(backend).searches
     starts = memoryview(searches.line_starts(data)[0]).cast("q")
-    parts = [(len(starts), cued) for _, starts, cued in bulk._cut_at_cues([(data, starts)], searches)]
+    parts = [(len(starts), cued) for _, starts, cued, _ in bulk._cut_at_cues([(data, starts)], searches)]
     assert parts == [(len(requests), False), (len(watchdog), True), (len(after), False)]
     _same_everywhere(write_log(tmp_path / "watchdog.log", requests + watchdog + after), monkeypatch)
 
