@@ -327,3 +327,12 @@ def test_a_kubectl_line_read_quickly_is_read_as_the_line_reader_reads_it(noise):
         assert [quick] == pieces(line, 7), line
         assert quick.stamp is None or quick.stamp.calendar == pieces(line, 7)[0].stamp.calendar, line
     assert read > 100 or noise, "most tagged lines should be read quickly"
+
+
+def test_a_vllm_line_glued_to_another_process_s_record_after_nccl_output_is_read_as_two(tmp_path, monkeypatch):
+    """``lines.pieces`` cuts a line with ``" NCCL "`` where another process's record begins (a native library's
+    line cut off mid-write); ``quick_piece`` read it as one vLLM line, and the bulk backends lost the fatal error."""
+    glued = ("(APIServer pid=41) INFO 10-20 06:00:01 [x.py:1] NCCL INFO Channel 00 : "
+             "(EngineCore_DP0 pid=7) ERROR 10-20 06:00:02 [core.py:1] EngineCore encountered a fatal error.")
+    lines = [RECEIVED, ADDED, ACCESS] * 30 + [glued] + [RECEIVED, ADDED, ACCESS] * 30
+    _same_everywhere(write_log(tmp_path / "glued.log", lines), monkeypatch)

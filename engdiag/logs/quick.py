@@ -4,7 +4,7 @@ A vLLM logger line behind a ``(Name pid=N)`` tag (or none) and a uvicorn
 access line are read here with one strict pattern each, giving exactly the
 ``Piece`` that ``lines.pieces`` gives — but only for lines where that is
 certain: ASCII (so ``\\w``, ``\\d`` and ``\\s`` mean the same in bytes and text),
-no CR, no ``|``, no Ray ``repeated`` suffix, and (checked per window by the
+no CR, no ``|``, no Ray ``repeated`` suffix, no ``" NCCL "``, and (checked per window by the
 caller) no colour code — or, with ``kube_piece``, kubectl's stamp and the two
 colour codes around the tag only.  Anything else returns None and takes the full parser.
 
@@ -41,8 +41,10 @@ def _proc(name: bytes | None, pid: bytes | None) -> Proc | None:
 
 
 def _plain(line: bytes) -> bool:
-    """A line the two strict patterns read exactly as ``lines.pieces`` does (see the module docstring)."""
-    return line.isascii() and b"\r" not in line and b"|" not in line and b"repeated" not in line
+    """A line the two strict patterns read exactly as ``lines.pieces`` does (see the module docstring; with
+    ``" NCCL "`` in it, ``pieces`` may cut it where another process's record or NCCL line begins)."""
+    return (line.isascii() and b"\r" not in line and b"|" not in line and b"repeated" not in line
+            and b" NCCL " not in line)
 
 
 def _vllm_line(line: bytes) -> tuple[re.Match[bytes], Stamp | None] | None:
@@ -102,14 +104,13 @@ def kube_piece(line: bytes, lineno: int) -> Piece | None:
     process tag: what ``quick_piece`` makes of the tag and the rest, with kubectl's stamp and its year.
 
     The stamp and the tag hold nothing a colour code could start with, and the rest no code nor part of one,
-    so cleaning removes exactly those two codes wherever the line reader strips them; no ``" NCCL "`` either
-    (the line reader could split the line there).
+    so cleaning removes exactly those two codes wherever the line reader strips them.
     """
     match = _KUBE_COLOUR.match(line)
     if match is None:
         return None
     rest = line[match.end() :]
-    if b"\x1b" in rest or b" NCCL " in rest or _CODE_PART.search(rest) is not None:
+    if b"\x1b" in rest or _CODE_PART.search(rest) is not None:
         return None
     piece = quick_piece(match[2] + rest, lineno)
     if piece is None:
