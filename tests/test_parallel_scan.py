@@ -126,3 +126,19 @@ def test_an_error_in_any_range_is_raised_and_no_child_is_left_behind(tmp_path, m
         scan_parallel(expand([str(path)])[0], 0, 0, False, 3, TimelineBuilder)
     with pytest.raises(ChildProcessError):
         os.waitpid(-1, os.WNOHANG)
+
+
+@pytest.mark.parametrize("parts", [2, 3, 5, 8])
+def test_later_ranges_are_shorter_by_the_lines_they_count_first(parts):
+    """Every range but the first counts the lines before it before it scans: the cut targets give it less."""
+    from itertools import pairwise
+
+    from engdiag.logs.split import targets
+
+    size = 1 << 30
+    cuts = [0, *targets(size, parts), size]
+    lengths = [b - a for a, b in pairwise(cuts)]
+    assert len(lengths) == parts and all(a > b > 0 for a, b in pairwise(lengths)), lengths
+    assert 1 < cuts[1] / (size / parts) < 1.5
+    if parts == 2:
+        assert 0.51 < cuts[1] / size < 0.53
