@@ -28,6 +28,7 @@ from engdiag.logs.hotscan import native
 from engdiag.logs.inputs import MAX_LINE_BYTES, expand
 from engdiag.logs.source import scan_input
 from engdiag.logs.patterns import LITERALS
+from engdiag.logs.quick import hot_events
 from tests.conftest import CORPUS, run_engdiag, write_log
 from tests.test_hot_scan import ACCESS, ADDED, MUTATIONS, RECEIVED
 from tests.test_user_data import FIELDS as USER_FIELDS
@@ -245,7 +246,7 @@ def test_only_the_lines_naming_unseen_processes_are_read_line_by_line(backend, t
     data = "\n".join(requests + watchdog + after).encode()
     searches = bulk.engine(backend).searches
     starts = memoryview(searches.line_starts(data)[0]).cast("q")
-    parts = [(len(starts), cued) for _, starts, cued in bulk._cut_at_cues([(data, starts)], searches)]
+    parts = [(len(starts), cued) for _, starts, cued, _ in bulk._cut_at_cues([(data, starts)], searches)]
     assert parts == [(len(requests), False), (len(watchdog), True), (len(after), False)]
     _same_everywhere(write_log(tmp_path / "watchdog.log", requests + watchdog + after), monkeypatch)
 
@@ -267,3 +268,71 @@ def test_a_line_said_to_start_its_own_record_never_continues_the_vllm_line_befor
         said += 1
         assert joins(prev, pieces(line, number + 1)[0]) is None, (prev_line, line)
     assert said > 300, "the check should be certain for many lines after a vLLM line"
+
+
+KUBE = "2025-10-20T13:00:00.05Z \x1b[0;36m{}"
+"""kubectl's stamp and the colour codes around the process tag (the benchmark's v1-kubectl shape)."""
+
+
+def _kubectl(line: str) -> str:
+    return KUBE.format(line.replace(") INFO", ")\x1b[0;0m INFO", 1))
+
+
+def test_one_line_records_of_a_window_with_colour_codes_skip_extract_only_where_the_search_saw_them(
+        tmp_path, monkeypatch):
+    """Behind kubectl's colour codes a stats line is read without ``extract`` too, unless a colour code sits in
+    its message: past the first 256 characters the line reader keeps it, and there it can make a literal that
+    the search, which strips every code, does not see ('\\x1b[1m' + 'emory allocation…').  (A dense window, read
+    line by line, skipped extract for such a line before, and lost its event.)"""
+    stats = ("(APIServer pid=41) INFO 10-20 06:00:01 [loggers.py:127] Engine 000: Avg prompt throughput: 0.0 "
+             "tokens/s, Avg generation throughput: 0.0 tokens/s, Running: 2 reqs, Waiting: 0 reqs, GPU KV cache "
+             "usage: 1.0%")
+    hidden = (stats + ", " + "x" * 300 + " \x1b[1memory allocation failed with OOM on device 0 while trying to "
+              "allocate 1024 bytes, " + "y" * 120)
+    tail_code = stats + " done \x1b[0m"
+    lines = [_kubectl(line) for line in [RECEIVED, ADDED, ACCESS] * 40 + [stats, hidden, tail_code] * 3]
+    read: list[str] = []
+    monkeypatch.setattr(bulk, "hot_events", lambda piece, *more: read.append(piece.msg) or hot_events(piece, *more))
+    for size in (2000, 1 << 16):  # dense windows, then one sparse (planned) window
+        read.clear()
+        _same_everywhere(write_log(tmp_path / f"kube-{size}.log", lines), monkeypatch, window_bytes=size)
+        assert not any("\x1b" in msg for msg in read), "a message with a colour code must go through extract"
+    assert any(msg.endswith("usage: 1.0%") for msg in read), "a plain stats line should skip extract"
+
+
+def _kube_variants(line: str) -> list[str]:
+    stamps = ("2025-10-20T13:00:00.05Z", "2026-01-01T00:00:07.123456789Z", "2025-12-31T23:59:59+01:00")
+    return [f"{stamp} {code}{line.replace(') ', ')' + end + ' ', 1)}"
+            for stamp, code, end in zip(stamps, ("\x1b[0;36m", "\x1b[1;36m", "\x1b[36m"), ("\x1b[0;0m", "\x1b[0m", "\x1b[0;0m"))]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="\x1b^[]0123456789;mE#SC( )pid=:|'\"NCL\r", max_size=40))
+def test_a_kubectl_line_read_quickly_is_read_as_the_line_reader_reads_it(noise):
+    """``kube_piece`` gives exactly the one piece ``lines.pieces`` gives (with kubectl's stamp and its year),
+    or None: on every corpus and pool line behind kubectl's stamp and a coloured tag, and with noise (colour
+    codes, parts of them, NCCL, CR, ``|``) in the message."""
+    from engdiag.logs.lines import pieces
+    from engdiag.logs.quick import kube_piece
+    from tests.test_hot_scan import POOL
+
+    lines = [line for case in sorted(CORPUS.glob("*/log.txt")) for line in case.read_text().splitlines()]
+    tagged = [line for line in lines + POOL if line.startswith("(") and ") " in line][:400]
+    read = 0
+    for line in [variant for line in tagged for variant in _kube_variants(line + noise)]:
+        quick = kube_piece(line.encode(), 7)
+        if quick is None:
+            continue
+        read += 1
+        assert [quick] == pieces(line, 7), line
+        assert quick.stamp is None or quick.stamp.calendar == pieces(line, 7)[0].stamp.calendar, line
+    assert read > 100 or noise, "most tagged lines should be read quickly"
+
+
+def test_a_vllm_line_glued_to_another_process_s_record_after_nccl_output_is_read_as_two(tmp_path, monkeypatch):
+    """``lines.pieces`` cuts a line with ``" NCCL "`` where another process's record begins (a native library's
+    line cut off mid-write); ``quick_piece`` read it as one vLLM line, and the bulk backends lost the fatal error."""
+    glued = ("(APIServer pid=41) INFO 10-20 06:00:01 [x.py:1] NCCL INFO Channel 00 : "
+             "(EngineCore_DP0 pid=7) ERROR 10-20 06:00:02 [core.py:1] EngineCore encountered a fatal error.")
+    lines = [RECEIVED, ADDED, ACCESS] * 30 + [glued] + [RECEIVED, ADDED, ACCESS] * 30
+    _same_everywhere(write_log(tmp_path / "glued.log", lines), monkeypatch)

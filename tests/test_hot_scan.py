@@ -102,7 +102,7 @@ POOL = _pool()
 
 def _same_searches(data: bytes) -> None:
     assert NATIVE is not None
-    for name in ("hot", "cue_span", "proc_tags", "line_starts", "colour", "strip_colour"):
+    for name in ("hot", "cues", "proc_tags", "line_starts", "colour", "strip_colour"):
         assert getattr(NATIVE, name)(data) == getattr(PYTHON, name)(data), name
 
 
@@ -157,6 +157,20 @@ CUE_PARTS = ["(APIServer pid=41)", "(APIServer", "(ApiServer pid=1, ip=10.0.0.1)
 def test_c_and_python_agree_on_cue_fragments(parts):
     """Role tags, bare roles, glog and NCCL cues glued in any order (the C walk takes '[', 'A' and '(' together)."""
     _same_searches("".join(parts).encode())
+
+
+@needs_native
+@pytest.mark.parametrize("code", ["\x1b[0m", "\x1b[1;36m", "\x1bK", "^[[1m", "^[[m", "[1;2m", "[12m", "[m", "[;m", "\x1b[",
+                                  "^[", "[1"])
+def test_the_walk_for_cues_finds_a_colour_code_wherever_it_sits(code):
+    """``cues`` takes the colour code from its walk sixteen bytes at a time: at every offset around a block's
+    edges, at the window's start and end, cut short by the window's end."""
+    filler = "(APIServer pid=1) INFO x [f.py:1] a(b)A " * 2
+    for at in range(50):
+        for data in (filler[:at] + code + filler[at:], filler[:at] + code, (filler[:at] + code)[:-1]):
+            raw = data.encode()
+            assert NATIVE.cues(raw) == PYTHON.cues(raw), (at, data)
+            assert NATIVE.cues(raw)[1] == NATIVE.colour(raw) == PYTHON.colour(raw), (at, data)
 
 
 @pytest.mark.parametrize("ids", ["[1, 2, 3]", "[ 1,2 ]", "[1]", "[]", "[  ]", "[1, 2, x]", "[1, 2, 3.5]", "[1,\t2]",

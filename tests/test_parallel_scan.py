@@ -101,3 +101,44 @@ def test_a_log_across_new_year_falls_back_to_the_exact_sequential_scan(tmp_path)
     assert sequential.timeline.events == parallel.timeline.events
     assert sequential.verdict == parallel.verdict
     assert sequential.timeline.last_stamp.year == 1
+
+
+@pytest.mark.parametrize("failing", ["child", "parent"])
+def test_an_error_in_any_range_is_raised_and_no_child_is_left_behind(tmp_path, monkeypatch, failing):
+    """The first range is scanned in this process, the others in forked children: an exception in a child comes
+    back through its pipe and is raised here, as ``pool.map`` raised it; one here kills and reaps the children."""
+    import os
+
+    from engdiag.logs import source
+
+    path = write_log(tmp_path / "busy.log", list(synth.incident("deadlock", minutes=6)))
+    scan = source.bulk_scan
+
+    def broken(stream, *args, **kwargs):  # type: ignore[no-untyped-def]
+        here = os.getpid() == parent
+        if (failing == "child") != here:
+            raise ValueError(f"broken scanner in the {failing}")
+        return scan(stream, *args, **kwargs)
+
+    parent = os.getpid()
+    monkeypatch.setattr(source, "bulk_scan", broken)
+    with pytest.raises(ValueError, match=f"in the {failing}"):
+        scan_parallel(expand([str(path)])[0], 0, 0, False, 3, TimelineBuilder)
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)
+
+
+@pytest.mark.parametrize("parts", [2, 3, 5, 8])
+def test_later_ranges_are_shorter_by_the_lines_they_count_first(parts):
+    """Every range but the first counts the lines before it before it scans: the cut targets give it less."""
+    from itertools import pairwise
+
+    from engdiag.logs.split import targets
+
+    size = 1 << 30
+    cuts = [0, *targets(size, parts), size]
+    lengths = [b - a for a, b in pairwise(cuts)]
+    assert len(lengths) == parts and all(a > b > 0 for a, b in pairwise(lengths)), lengths
+    assert 1 < cuts[1] / (size / parts) < 1.5
+    if parts == 2:
+        assert 0.51 < cuts[1] / size < 0.53

@@ -1,6 +1,7 @@
-/* The searches for the processes of a window (engdiag/logs/windowscan.py's cue_span and proc_tags in C): the
- * process tags with a pid, and the lines that name a process where the tag search cannot see it.  Each must
- * give exactly what its Python twin gives (tests/test_hot_scan.py). */
+/* The searches for the processes of a window (engdiag/logs/windowscan.py's cues and proc_tags in C): the
+ * process tags with a pid, and the lines that name a process where the tag search cannot see it (with, from the
+ * same walk, whether the window holds a colour code).  Each must give exactly what its Python twin gives
+ * (tests/test_hot_scan.py). */
 #include "_scan.h"
 
 /* After the lazy content of a tag, at q: " pid=\d+(?:, ip=([^)\s]*))?\)"; the end after ')' or NULL. */
@@ -61,7 +62,7 @@ static const char *tag_at(const char *c, const char *e, int least, const char **
 }
 
 /* proc_tags(window) -> {(whole tag, name, pid, ip)}: _TAG.findall's distinct matches (memchr finds each '(': a
- * walk sixteen bytes at a time, as cue_span's, is slower here, where a '(' comes once or twice a line). */
+ * walk sixteen bytes at a time, as cues', is slower here, where a '(' comes once or twice a line). */
 PyObject *proc_tags(PyObject *self, PyObject *arg) {
     Py_buffer view;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
@@ -188,9 +189,11 @@ static void role_tag_at(RoleTags *t, const char *s, const char *e) {
     }
 }
 
-/* The cue at p, whose byte is '[', 'A' or '(': "[rank…]:", "[Stage-", a bare "APIServer" / "ApiServer", a role tag. */
-static void cue_at(const char *p, const char *e, Span *span, RoleTags *tags) {
+/* The cue at p, whose byte is '[', 'A' or '(': "[rank…]:", "[Stage-", a bare "APIServer" / "ApiServer", a role tag;
+ * at a '[', also a colour code (*colour, once found, is not asked again; data: the window's start). */
+static void cue_at(const char *data, const char *p, const char *e, Span *span, RoleTags *tags, int *colour) {
     if (*p == '[') {
+        if (!*colour) *colour = colour_at(data, p, e);
         if (e - p >= 5 && p[1] == 'r' && memcmp(p, "[rank", 5) == 0) {
             const char *q = p + 5;
             while (q < e && *q != ']' && *q != '\n') q++;
@@ -206,18 +209,18 @@ static void cue_at(const char *p, const char *e, Span *span, RoleTags *tags) {
 
 /* Every '[', 'A' and '(' of the window in order, sixteen bytes tested at once and the hits of a block taken from
  * its bit mask: these bytes are in every line ("[file:N]", "(APIServer pid=N)"), where a memchr call per hit
- * (and a pass per needle) cost more than the search. */
-static void cue_walk(const char *data, const char *e, Span *span, RoleTags *tags) {
+ * (and a pass per needle) cost more than the search; colour() was one more such pass over the '['. */
+static void cue_walk(const char *data, const char *e, Span *span, RoleTags *tags, int *colour) {
     const v16 open = SPLAT('['), a = SPLAT('A'), paren = SPLAT('(');
     const char *p = data;
     for (; p + 16 <= e; p += 16) {
         v16 x;
         memcpy(&x, p, 16);
         for (unsigned mask = bitmask((v16)((x == open) | (x == a) | (x == paren))); mask; mask &= mask - 1)
-            cue_at(p + __builtin_ctz(mask), e, span, tags);
+            cue_at(data, p + __builtin_ctz(mask), e, span, tags, colour);
     }
     for (; p < e; p++)
-        if (*p == '[' || *p == 'A' || *p == '(') cue_at(p, e, span, tags);
+        if (*p == '[' || *p == 'A' || *p == '(') cue_at(data, p, e, span, tags, colour);
 }
 
 /* The start of the line holding p. */
@@ -226,25 +229,27 @@ static const char *line_start(const char *data, const char *p) {
     return p;
 }
 
-/* cue_span(window) -> (start of the first line with a cue, start of the last one), or None: the lines that name
- * a process where the tag search cannot see it (glog [rankN]:, NCCL, vllm-omni's [Stage-N], bare role names;
- * role tags without pid= are counted, not placed: they make the whole window the span). */
-PyObject *cue_span(PyObject *self, PyObject *arg) {
+/* cues(window) -> (span, colour): span is (start of the first line with a cue, start of the last one), or None: the
+ * lines that name a process where the tag search cannot see it (glog [rankN]:, NCCL, vllm-omni's [Stage-N], bare
+ * role names; role tags without pid= are counted, not placed: they make the whole window the span); colour: does
+ * the window hold a colour code (colour() in _scan.c)? */
+PyObject *cues(PyObject *self, PyObject *arg) {
     Py_buffer view;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
     const char *data = view.buf, *e = data + view.len;
     Span span = {NULL, NULL};
     RoleTags tags = {{0, 0}, {0, 0}, {data, data}, {NULL, NULL}};
-    cue_walk(data, e, &span, &tags);
+    int colour = 0;
+    cue_walk(data, e, &span, &tags, &colour);
     for (const char *p = find_at(data, e, " NCCL ", 6, 4); p; p = find_at(p + 1, e, " NCCL ", 6, 4)) widen(&span, p);
     bare_role_cues(data, e, &span);
     if (tags.count[0] != tags.count[1]) {
         widen(&span, data);
         widen(&span, e);
     }
-    PyObject *result = span.first ? Py_BuildValue("(nn)", (Py_ssize_t)(line_start(data, span.first) - data),
-                                                  (Py_ssize_t)(line_start(data, span.last) - data))
-                                  : Py_NewRef(Py_None);
+    PyObject *result = span.first ? Py_BuildValue("((nn)O)", (Py_ssize_t)(line_start(data, span.first) - data),
+                                                  (Py_ssize_t)(line_start(data, span.last) - data), colour ? Py_True : Py_False)
+                                  : Py_BuildValue("(OO)", Py_None, colour ? Py_True : Py_False);
     PyBuffer_Release(&view);
     return result;
 }

@@ -1,5 +1,5 @@
 /* The window-level searches of engdiag/logs/windowscan.py in C, and the module (hot_scan is in _hotlines.c,
- * cue_span and proc_tags in _cues.c).
+ * cues and proc_tags in _cues.c).
  * Each function must give exactly what its Python twin gives (tests/test_hot_scan.py). */
 #include "_scan.h"
 
@@ -106,22 +106,14 @@ static PyObject *newlines(PyObject *self, PyObject *args) {
     return PyLong_FromSize_t(total);
 }
 
-/* \x1b\[[0-9;]*[A-Za-z] | \^\[\[[0-9;]*m | \[[0-9;]*[0-9]m anywhere (the colour codes lines.py strips). */
+/* colour_at anywhere in the window (the bulk scanner asks cues(), which finds it in its walk, for whole windows). */
 static PyObject *colour(PyObject *self, PyObject *arg) {
     Py_buffer view;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
     const char *data = view.buf, *e = data + view.len;
     int found = 0;
-    for (const char *p = data; !found && p < e && (p = memchr(p, '[', (size_t)(e - p))) != NULL; p++) {
-        const char *r = p + 1;
-        while (r < e && (is_digit(*r) || *r == ';')) r++;
-        if (r < e && *r == 'm' && r > p + 1 && is_digit(r[-1])) found = 1;
-        else if (p > data && p[-1] == '\x1b' && r < e && ((*r >= 'A' && *r <= 'Z') || (*r >= 'a' && *r <= 'z'))) found = 1;
-        else if (p - data >= 2 && p[-1] == '[' && p[-2] == '^') {
-            /* "^[[" then [0-9;]* m: r already skipped the digits after this '[' */
-            if (r < e && *r == 'm') found = 1;
-        }
-    }
+    for (const char *p = data; !found && p < e && (p = memchr(p, '[', (size_t)(e - p))) != NULL; p++)
+        found = colour_at(data, p, e);
     PyBuffer_Release(&view);
     return PyBool_FromLong(found);
 }
@@ -269,7 +261,8 @@ static PyObject *histogram(PyObject *self, PyObject *arg) {
 static PyMethodDef methods[] = {
     {"hot_scan", hot_scan, METH_O, "Request lines of a window that can be counted (see engdiag/logs/hotscan.py)."},
     {"proc_tags", proc_tags, METH_O, "Distinct process tags with a pid, as bulk._TAG.findall finds them."},
-    {"cue_span", cue_span, METH_O, "The first and last line starts of the lines naming a process the tag search cannot see."},
+    {"cues", cues, METH_O, "(first and last line starts of the lines naming a process the tag search cannot see, or None;\n"
+                           "does the window hold a colour code?)"},
     {"line_starts", line_starts, METH_O, "Offsets of the window's line starts (int64) and the longest line."},
     {"read_window", read_window, METH_VARARGS, "carry + bytes read, cut after the last newline read (see above)."},
     {"newlines", newlines, METH_VARARGS, "How many newlines buffer[:end] holds."},

@@ -24,6 +24,17 @@ static inline const char *level(const char *p, const char *e) {
 }
 
 
+/* Does a colour code (\x1b\[[0-9;]*[A-Za-z] | \^\[\[[0-9;]*m | \[[0-9;]*[0-9]m, the codes lines.py strips) hold the
+ * '[' at p (data: the window's start)?  Asked at every '[' of a window, it says whether the window holds one. */
+static inline int colour_at(const char *data, const char *p, const char *e) {
+    const char *r = p + 1;
+    while (r < e && (is_digit(*r) || *r == ';')) r++;
+    if (r < e && *r == 'm' && r > p + 1 && is_digit(r[-1])) return 1;
+    if (p > data && p[-1] == '\x1b' && r < e && ((*r >= 'A' && *r <= 'Z') || (*r >= 'a' && *r <= 'z'))) return 1;
+    return p - data >= 2 && p[-1] == '[' && p[-2] == '^' && r < e && *r == 'm'; /* "^[[" then [0-9;]* m */
+}
+
+
 /* memmem for short needles found thousands of times a window: memchr on one telling byte of the needle
  * (k: one rare in logs), then memcmp.  glibc's memmem pays a set-up per call. */
 static inline const char *find_at(const char *p, const char *e, const char *needle, size_t n, size_t k) {
@@ -101,7 +112,7 @@ typedef struct {
 
 __attribute__((visibility("hidden"))) int header(const char *p, const char *e, Header *h);
 PyObject *hot_scan(PyObject *self, PyObject *arg);
-PyObject *cue_span(PyObject *self, PyObject *arg);
+PyObject *cues(PyObject *self, PyObject *arg);
 PyObject *proc_tags(PyObject *self, PyObject *arg);
 
 #endif

@@ -41,7 +41,7 @@ from engdiag.logs.windowscan import Searches
 TagSearch = Callable[[bytes], set[tuple[bytes, bytes, bytes, bytes]]]
 from engdiag.logs.inputs import decode_line
 from engdiag.logs.lines import Piece, Shape, pieces
-from engdiag.logs.quick import hot_events, quick_piece, starts_own_record
+from engdiag.logs.quick import hot_events, kube_piece, quick_piece, searched_whole, starts_own_record
 from engdiag.logs.records import joins, tracebackish
 from engdiag.logs.scan import LineScanner
 
@@ -61,13 +61,13 @@ _CHUNK = 1 << 16
 class _Window:
     """One window's lines, parsed lazily, and the plan of which to feed."""
 
-    def __init__(self, data: bytes, starts: Sequence[int], first_line: int, before: Piece | None,
-                 colour: Callable[[bytes], bool], cued: bool) -> None:
+    def __init__(self, data: bytes, starts: Sequence[int], first_line: int, before: Piece | None, colour: bool,
+                 cued: bool) -> None:
         self.data = data
         self.cued = cued
         """Lines here name processes the tag search cannot see: read them all."""
-        self.quick = not colour(data)
-        """No colour code anywhere: the common line shapes may take ``quick_piece``."""
+        self.quick = not colour
+        """No colour code anywhere: the common line shapes may take ``quick_piece`` (else kubectl's ``kube_piece``)."""
         self.lines = Lines(data, starts)
         self.starts = starts
         self.first_line = first_line
@@ -77,7 +77,7 @@ class _Window:
     def pieces(self, index: int) -> list[Piece]:
         found = self._pieces.get(index)
         if found is None:
-            quick = quick_piece(self.lines[index], self.first_line + index) if self.quick else None
+            quick = (quick_piece if self.quick else kube_piece)(self.lines[index], self.first_line + index)
             found = [quick] if quick is not None else pieces(decode_line(self.lines[index]), self.first_line + index)
             self._pieces[index] = found
         return found
@@ -160,14 +160,18 @@ def _last_lines_of_procs(window: _Window, data: bytes, starts: Sequence[int], ta
 
 
 def _hot(window: _Window, index: int, literals: set[int], source: str) -> list[Event] | None:
-    """The events of a one-line record read without ``extract`` (``quick.hot_events``), if it is one."""
-    if not window.quick or index + 1 >= len(window.lines):
+    """The events of a one-line record read without ``extract`` (``quick.hot_events``), if it is one (with colour
+    codes in the window: if the search saw its message whole, and the next line's piece is built to know)."""
+    if index + 1 >= len(window.lines):
         return None
     found = window.pieces(index)
     if len(found) != 1 or found[0].shape is not Shape.VLLM or not found[0].msg.strip() or tracebackish(found[0].msg):
         return None  # it might continue the record before it
+    if not window.quick and not searched_whole(window.lines[index], found[0].msg):
+        return None
     nxt = index + 1
-    if not starts_own_record(window.lines[nxt], found[0]) and joins(found[0], window.pieces(nxt)[0]) is not None:
+    certain = window.quick and starts_own_record(window.lines[nxt], found[0])
+    if not certain and joins(found[0], window.pieces(nxt)[0]) is not None:
         return None
     return hot_events(found[0], literals, source)
 
@@ -253,7 +257,8 @@ def _feed_all(
             literals = candidates.get(index)
             if literals is None:
                 events = []  # no literal: its record, if it stays one piece, yields nothing
-            elif found[0].shape is Shape.VLLM and found[0].msg.strip() and not tracebackish(found[0].msg):
+            elif (found[0].shape is Shape.VLLM and found[0].msg.strip() and not tracebackish(found[0].msg)
+                  and (window.quick or searched_whole(window.lines[index], found[0].msg))):
                 events = hot_events(found[0], literals, source)
         if events is not None:
             closed = scanner.feed_known(first + index, found[0], events)
@@ -332,52 +337,45 @@ def _scan_window(window: _Window, first_window: bool, scanner: LineScanner, run:
 
 
 def _cut_at_cues(parts: Iterable[tuple[bytes, Sequence[int]]], searches: Searches
-                 ) -> Iterator[tuple[bytes, Sequence[int], bool]]:
+                 ) -> Iterator[tuple[bytes, Sequence[int], bool, bool]]:
     """Each window, the lines that name processes the tag search cannot see (from the first to the last such
     line) cut out as a window of their own to be read line by line (the flag), so that the lines before and
     after them can still be planned.  A log that ends in an NCCL watchdog's ``[rank0]:`` lines would otherwise
-    read its whole last window line by line (~0.7 s for 8 MiB of V0 request lines)."""
+    read its whole last window line by line (~0.7 s for 8 MiB of V0 request lines).  The last flag: does the
+    part hold a colour code (found in the same walk; asked again only of the parts of a window that holds one)."""
     for data, starts in parts:
-        span = searches.cue_span(data)
+        span, colour = searches.cues(data)
         if span is None:
-            yield data, starts, False
+            yield data, starts, False, colour
             continue
         first, last = (bisect_right(starts, offset) - 1 for offset in span)
         for begin, end, cued in ((0, first, False), (first, last + 1, True), (last + 1, len(starts), False)):
             if begin == end:
                 continue
             if begin == 0 and end == len(starts):
-                yield data, starts, cued
+                yield data, starts, cued, colour
                 continue
             part = data[starts[begin] : starts[end] - 1 if end < len(starts) else len(data)]
-            yield part, memoryview(searches.line_starts(part)[0]).cast("q"), cued
+            yield part, memoryview(searches.line_starts(part)[0]).cast("q"), cued, colour and searches.colour(part)
 
 
-def _ahead(parts: Iterable[tuple[bytes, Sequence[int], bool]], hot: HotScan | None
-           ) -> Iterator[tuple[bytes, Sequence[int], bool, Found | None, Found | None]]:
+def _ahead(parts: Iterable[tuple[bytes, Sequence[int], bool, bool]], hot: HotScan | None
+           ) -> Iterator[tuple[bytes, Sequence[int], bool, bool, Found | None, Found | None]]:
     """Each window with its hot lines and the next window's (None without ``hot``): which request lines a
     window reads the full way depends on the next one (``HotWindow.keep``), so windows are read one ahead."""
-    held: tuple[bytes, Sequence[int], bool, Found | None] | None = None
-    for data, starts, cued in parts:
+    held: tuple[bytes, Sequence[int], bool, bool, Found | None] | None = None
+    for data, starts, cued, colour in parts:
         found = hot(data) if hot is not None else None
         if held is not None:
             yield (*held, found)
-        held = (data, starts, cued, found)
+        held = (data, starts, cued, colour, found)
     if held is not None:
         yield (*held, None)
 
 
-def bulk_scan(
-    stream: BinaryIO,
-    scanner: LineScanner,
-    backend: str,
-    sink: Callable[[Event], None],
-    *,
-    first_line: int = 1,
-    byte_limit: int | None = None,
-    progress: Callable[[int], None] | None = None,
-    count: Count | None = None,
-) -> None:
+def bulk_scan(stream: BinaryIO, scanner: LineScanner, backend: str, sink: Callable[[Event], None], *,
+              first_line: int = 1, byte_limit: int | None = None, progress: Callable[[int], None] | None = None,
+              count: Count | None = None) -> None:
     """Feed ``scanner`` what it needs of the stream to emit exactly the events of a full scan.
 
     With ``count`` (the timeline's counting entry point), plain request lines are
@@ -390,8 +388,9 @@ def bulk_scan(
     parts = windows(stream, run.searches.line_starts, WINDOW_BYTES, WINDOW_LINES, byte_limit, run.searches.read_window)
     counted = count is not None and not scanner.show_prompts and COUNTABLE
     hot = run.searches.hot if counted else None
-    for number, (data, starts, cued, found_hot, later) in enumerate(_ahead(_cut_at_cues(parts, run.searches), hot)):
-        window = _Window(data, starts, lineno, before, run.searches.colour, cued)
+    for number, (data, starts, cued, colour, found_hot, later) in enumerate(
+            _ahead(_cut_at_cues(parts, run.searches), hot)):
+        window = _Window(data, starts, lineno, before, colour, cued)
         _scan_window(window, number == 0 and first_line == 1, scanner, run, sink, count, found_hot, later)
         before = window.pieces(len(starts) - 1)[-1]
         lineno += len(starts)

@@ -4,8 +4,9 @@ A vLLM logger line behind a ``(Name pid=N)`` tag (or none) and a uvicorn
 access line are read here with one strict pattern each, giving exactly the
 ``Piece`` that ``lines.pieces`` gives — but only for lines where that is
 certain: ASCII (so ``\\w``, ``\\d`` and ``\\s`` mean the same in bytes and text),
-no CR, no ``|``, no Ray ``repeated`` suffix, and (checked per window by the
-caller) no colour code.  Anything else returns None and takes the full parser.
+no CR, no ``|``, no Ray ``repeated`` suffix, no ``" NCCL "``, and (checked per window by the
+caller) no colour code — or, with ``kube_piece``, kubectl's stamp and the two
+colour codes around the tag only.  Anything else returns None and takes the full parser.
 
 ``hot_events`` reads the request lines that come by the thousand (received,
 added, finished...) without ``extract``'s generic search: their literals are
@@ -16,12 +17,13 @@ literals run.  tests/test_bulk_scan.py holds both to the full path.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from itertools import pairwise
 
 from engdiag.logs.engines import literal_bytes
 from engdiag.logs.events import Event, Proc, Stamp
 from engdiag.logs.extract import event_text
-from engdiag.logs.lines import Piece, Shape, make_stamp
+from engdiag.logs.lines import Piece, Shape, kube_year, make_stamp
 from engdiag.logs.patterns import RULES_BY_LITERAL
 from engdiag.redact import mask
 
@@ -39,8 +41,10 @@ def _proc(name: bytes | None, pid: bytes | None) -> Proc | None:
 
 
 def _plain(line: bytes) -> bool:
-    """A line the two strict patterns read exactly as ``lines.pieces`` does (see the module docstring)."""
-    return line.isascii() and b"\r" not in line and b"|" not in line and b"repeated" not in line
+    """A line the two strict patterns read exactly as ``lines.pieces`` does (see the module docstring; with
+    ``" NCCL "`` in it, ``pieces`` may cut it where another process's record or NCCL line begins)."""
+    return (line.isascii() and b"\r" not in line and b"|" not in line and b"repeated" not in line
+            and b" NCCL " not in line)
 
 
 def _vllm_line(line: bytes) -> tuple[re.Match[bytes], Stamp | None] | None:
@@ -87,6 +91,37 @@ def quick_piece(line: bytes, lineno: int) -> Piece | None:
     return None
 
 
+_KUBE_COLOUR = re.compile(
+    rb"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d)) \x1b\[[0-9;]{0,12}m"
+    rb"(\([A-Za-z_][\w.-]{0,60} pid=\d{1,9}\))\x1b\[[0-9;]{0,12}m"
+)
+"""kubectl's RFC 3339 stamp, then vLLM's process tag between colour codes (``\x1b[1;36m(Worker pid=9)\x1b[0;0m``),
+all bounded: the line reader strips codes in a line's first 256 characters only (and its last 96)."""
+
+
+def kube_piece(line: bytes, lineno: int) -> Piece | None:
+    """The piece ``lines.pieces`` would make of a kubectl line whose only colour codes are the two around its
+    process tag: what ``quick_piece`` makes of the tag and the rest, with kubectl's stamp and its year.
+
+    The stamp and the tag hold nothing a colour code could start with, and the rest no code nor part of one,
+    so cleaning removes exactly those two codes wherever the line reader strips them.
+    """
+    match = _KUBE_COLOUR.match(line)
+    if match is None:
+        return None
+    rest = line[match.end() :]
+    if b"\x1b" in rest or _CODE_PART.search(rest) is not None:
+        return None
+    piece = quick_piece(match[2] + rest, lineno)
+    if piece is None:
+        return None
+    kube_ts = match[1].decode()
+    stamp = piece.stamp
+    if stamp is not None:
+        stamp = Stamp(stamp.month, stamp.day, stamp.second, stamp.year, kube_year(kube_ts, stamp.month))
+    return replace(piece, kube_ts=kube_ts, stamp=stamp, width=len(line))
+
+
 def starts_own_record(line: bytes, prev: Piece) -> bool:
     """Certain, without building its piece, that this raw line does not continue ``prev`` (a vLLM line).
 
@@ -103,6 +138,22 @@ def starts_own_record(line: bytes, prev: Piece) -> bool:
         path, number = found[0].groups()[-2:]
         return f"{path.decode()}:{number.decode()}" != prev.fileinfo
     return _ACCESS.match(line) is not None
+
+
+def searched_whole(line: bytes, msg: str) -> bool:
+    """Is every literal of ``msg`` (a piece of the raw ``line`` of a window with colour codes) one the literal
+    search saw on this line?  It is when the message is the line's own tail, after the header's ``]`` or space,
+    and holds no colour code, nor part of one: the search's copy without colour codes (and without the token
+    id lists, see ``engines.LISTS_CUT``) keeps every match inside it whole."""
+    raw = msg.encode()
+    return (line.endswith(raw) and len(line) > len(raw) and line[-len(raw) - 1] in _HEADER_END
+            and b"\x1b" not in raw and _CODE_PART.search(raw) is None)
+
+
+_HEADER_END = b"] "
+_CODE_PART = re.compile(rb"\[[0-9;]*m")
+"""With ESC, what any colour code holds: a message without either has none inside (one literal first byte:
+``re`` skips to each ``[`` at C speed, where an alternation is tried at every byte)."""
 
 
 def _hot_literals() -> dict[int, str]:

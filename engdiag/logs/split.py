@@ -43,13 +43,29 @@ def _cut_after(handle: object, target: int) -> int | None:
         position = end + 1
 
 
+COUNT_SHARE = 0.08
+"""What counting a byte's newlines costs against scanning it: every range but the first starts by counting the
+lines before it (``inputs.count_lines``, ~50-80 ms for 340 MB against ~0.6 s to scan them on a 2-core EPYC)."""
+
+
+def targets(size: int, parts: int) -> list[int]:
+    """Where to cut ``size`` bytes so that every range takes about as long, its count of the lines before it
+    included: range k gets ``1 - COUNT_SHARE * (its start)`` of an equal share (two ranges: 52 % / 48 %)."""
+    starts: list[float] = []
+    at = 0.0
+    for _ in range(parts):
+        starts.append(at)
+        at += 1 - COUNT_SHARE * at
+    return [round(size * start / at) for start in starts[1:]]
+
+
 def cut_points(path: Path, parts: int) -> list[int] | None:
     """Byte offsets that cut the file into ``parts`` ranges at record starts, or None if it cannot be."""
     size = path.stat().st_size
     points: list[int] = []
     with open(path, "rb") as handle:
-        for part in range(1, parts):
-            point = _cut_after(handle, size * part // parts)
+        for target in targets(size, parts):
+            point = _cut_after(handle, target)
             if point is None or (points and point <= points[-1]) or point >= size:
                 return None
             points.append(point)
