@@ -45,10 +45,8 @@ _PLOG = re.compile(
     r"\[(?P<level>ERROR|WARNING|INFO|DEBUG|EVENT)\] (?P<module>[A-Z][A-Z_]*\(\d+,[^)\n]*\):)?"
     r"(?P<y>\d{4})-(?P<mo>\d\d)-(?P<d>\d\d)-(?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:\.\d+)* ?"
 )
-"""Ascend's plog and torch_npu's own lines: ``[ERROR] RUNTIME(2817,):2026-08-04-06:53:21.437.447 [file.cc:N]…``,
-``[ERROR] 2026-08-04-06:53:22 (PID:2817, Device:3, RankID:-1) ERR02005 …`` — their time orders them among the
-ranks' lines (ascend-dsv4-prefill-hccl-notify-wait-timeout: the notify wait that ran out, pasted after the
-watchdog it caused)."""
+"""Ascend's plog and torch_npu's lines (``[ERROR] RUNTIME(2817,):2026-08-04-06:53:21.437.447 [file.cc:N]…``): their
+time orders them among the ranks' (ascend-dsv4-prefill-hccl-notify-wait-timeout: pasted after the watchdog)."""
 _QUOTE = re.compile(r"(?:> ?)+")
 _PYTEST_E = re.compile(r"E {1,4}(?=\()")
 """pytest's failure prefix before a captured process line (``E   (EngineCore pid=9) ...``)."""
@@ -339,10 +337,7 @@ def _wrapped(text: str, lineno: int, width: int, kube_ts: str | None, outer: Sta
 
 
 def clocks(line: str) -> tuple[Stamp | None, Stamp | None]:
-    """A line's two times: its wrapper's (a CI runner's, a platform's) and vLLM's own, either possibly missing.
-
-    The wrapper's clock wins in ``pieces``; the pair tells how far apart the two clocks run (a time zone).
-    """
+    """A line's wrapper time (a CI runner's: it wins in ``pieces``) and vLLM's own, either possibly missing."""
     text = _strip_colour(line)
     if text[:2] == "20" and (match := _KUBE_TS.match(text)) is not None:
         text = text[match.end() :]
