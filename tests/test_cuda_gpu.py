@@ -1,8 +1,9 @@
 """Real CUDA processes on a real GPU (marker ``gpu``): what snapshot sees of a process waiting on its GPU.
 
 tests/programs/cuda_work.py holds 2 GiB on the GPU and waits in torch.cuda.synchronize on spin
-kernels: 20 ms ones in a loop (alive, progressing), or one of ten minutes.  Both show the same
-unchanged Python stack in every sample; with no peer rank and the GPU busy, both are slow.  With
+kernels: 20 ms ones in a loop (alive, progressing), or one of ten minutes, waited for directly or through
+a CUDA event (torch/cuda/streams.py's Event.synchronize).  Each shows the same unchanged Python stack in
+every sample; with no peer rank and the GPU busy, each is slow.  With
 ``--native`` the innermost frames are libcuda's bare addresses, under cuCtxSynchronize_v2.
 Skipped where torch has no CUDA device or py-spy cannot attach; run with ``pytest -m gpu``.
 """
@@ -37,7 +38,8 @@ def test_memory_a_cuda_process_holds_is_counted_and_its_pid_found(spawn, mode):
 
 
 @needs_ptrace
-@pytest.mark.parametrize(("mode", "native"), [("loop", False), ("long", False), ("loop", True), ("long", True)])
+@pytest.mark.parametrize(("mode", "native"), [("loop", False), ("long", False), ("event", False),
+                                              ("loop", True), ("long", True)])
 def test_a_process_waiting_on_its_busy_gpu_is_slow_not_deadlocked(spawn, mode, native):
     program = spawn("cuda_work.py", "2", mode, timeout=120)
     flags = ["--native"] if native else []

@@ -1,7 +1,8 @@
 """A process whose main thread waits on its GPU: spin kernels (torch.cuda._sleep), each waited for.
 
-argv: ready-file, GiB to hold on the GPU, ``loop`` (20 ms kernels, one after another, for ever)
-or ``long`` (one kernel of about ten minutes: a GPU that never answers within a capture).
+argv: ready-file, GiB to hold on the GPU, ``loop`` (20 ms kernels, one after another, for ever),
+``long`` (one kernel of about ten minutes: a GPU that never answers within a capture) or ``event``
+(the same kernel, waited for through a CUDA event recorded after it, as vLLM's async output copy does).
 """
 
 import sys
@@ -19,6 +20,11 @@ ready(sys.argv[1])
 if sys.argv[3] == "long":
     torch.cuda._sleep(int(rate_hz * 600))
     torch.cuda.synchronize()
+elif sys.argv[3] == "event":
+    torch.cuda._sleep(int(rate_hz * 600))
+    done = torch.cuda.Event()
+    done.record()
+    done.synchronize()
 else:
     while True:
         torch.cuda._sleep(int(rate_hz * 0.02))
