@@ -242,9 +242,6 @@ NOT_A_VLLM_LOG = {
     # Blind round 35, medium: nvcc's own output of FlashInfer's GDN-kernel JIT build failing ("7 errors detected in
     # the compilation of …"), no line of vLLM's
     "ms-swift-qwen35-gkd-flashinfer-gdn-jit-build-fail",
-    # Blind round 35, low: a function-trace file (VLLM_TRACE_FUNCTION's "Call to … / Return from …" lines) ending
-    # inside FlashInfer's prefill; a trace of calls, not a log, and the hang it shows was never diagnosed
-    "vllm-b200-flashinfer-fa2-prefill-random-hang",
     # Blind round 34, medium: the reporter's own prints of vLLM 0.3.0's block profiling (free_gpu_memory,
     # peak_memory, cache_block_size), not lines vLLM prints; the 'No available memory for the cache blocks' error
     # is outside the excerpt

@@ -34,6 +34,7 @@ from engdiag.analysis import (
     silent_waits,
     stalls,
     timeouts,
+    traces,
     wait_rules,
     waits,
 )
@@ -126,6 +127,7 @@ RULES: tuple[Callable[[Facts], Verdict | None], ...] = (
     stalls.stack_in_compile,
     stalls.stack_in_launch,
     stalls.stack_in_collective,
+    traces.stopped_traces,
     silent_waits.core_waits,
     silent_waits.api_waits,
     silent_waits.placement_wait,

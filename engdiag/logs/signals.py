@@ -76,6 +76,9 @@ class Signal(str, Enum):
     """A guard outside vLLM fired: a Kubernetes probe, a Ray Serve health check."""
     STACK_IN_COLLECTIVE = "stack_in_collective"
     """A captured stack (faulthandler, py-spy, vLLM's call tracer) that sits inside a collective."""
+    TRACE_CALL = "trace_call"
+    """A line of vLLM's call tracer (VLLM_TRACE_FUNCTION=1): a call entered or returned.  The last one of a trace
+    says where its thread was when the trace stopped."""
     EXCEPTION = "exception"
     """A Python exception line (``AssertionError: ...``): a traceback's end, whoever printed it."""
     STACK_IN_COMPILE = "stack_in_compile"

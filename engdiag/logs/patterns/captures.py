@@ -21,10 +21,10 @@ def _in_collective(match: re.Match[str], text: str) -> Iterable[Payload]:
         yield Peer(detail=match["f"])
 
 
-_COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "barrier", "_gather_ipc_meta", "all_to_all")
+COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "barrier", "_gather_ipc_meta", "all_to_all")
 
 
-_COMPILERS = ("triton/backends/", "triton/compiler/", "torch/_inductor/", "flashinfer/jit/", "deep_gemm/")
+COMPILERS = ("triton/backends/", "triton/compiler/", "torch/_inductor/", "flashinfer/jit/", "deep_gemm/")
 """Source folders whose frames are compilation (the snapshot's frame rules name the same ones)."""
 
 
@@ -71,13 +71,35 @@ def _in_device_wait(match: re.Match[str], text: str) -> Iterable[Payload]:
 
 
 def _collective_frame(name: str) -> Rule:
-    """faulthandler's ``line N in f``, py-spy's ``    f (file:line)``, the call tracer's ``Call to f in``."""
+    """faulthandler's ``line N in f`` or py-spy's ``    f (file:line)``.
+
+    The call tracer's ``Call to f in`` is no capture: a trace holds every call, returned or not, so only its
+    last line says where the thread sat (``TRACE_CALL``, judged per trace)."""
     return Rule(
         Signal.STACK_IN_COLLECTIVE,
         name,
-        re.compile(rf"(?:line \d+ in |Call to |^\s{{2,}})(?P<f>\w*{name}\w*)(?: in | \(|$)", re.MULTILINE),
+        re.compile(rf"(?:line \d+ in |^\s{{2,}})(?P<f>\w*{name}\w*)(?: in | \(|$)", re.MULTILINE),
         _in_collective,
     )
+
+
+_TRACE = re.compile(
+    r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ (?P<k>Call to|Return from) (?P<f>[\w<>.]+) in (?P<file>\S+?):(?P<n>\d+)"
+    r"(?: (?:from|to) (?P<by>[\w<>.]+) in (?P<byfile>\S+?):(?P<byn>\d+))?$",
+    re.MULTILINE,
+)
+"""vllm/logger.py's ``_trace_calls`` (VLLM_TRACE_FUNCTION=1, one file per process and thread): ``{datetime.now()}
+Call to f in file:N``, 0.6+ adding `` from g in file:N`` (`` to g …`` on a return)."""
+
+
+def _trace_point(match: re.Match[str], text: str) -> Iterable[Payload]:
+    """Where the traced thread went: into ``f`` (a call) or back out of it to its caller (a return)."""
+    if match["k"] == "Call to":
+        caller = f", called from {match['by']} ({match['byfile']}:{match['byn']})" if match["by"] else ""
+        yield Peer(peer="call", detail=f"{match['f']} ({match['file']}:{match['n']}){caller}")
+    else:
+        where = f"{match['by']} ({match['byfile']}:{match['byn']})" if match["by"] else "its caller"
+        yield Peer(peer="return", detail=f"{where}, back from {match['f']} ({match['file']}:{match['n']})")
 
 
 CAPTURES: tuple[Rule, ...] = (
@@ -108,8 +130,10 @@ CAPTURES: tuple[Rule, ...] = (
         _c(r"\[Watchdog\]Failed to dump stack trace"),
         _const(Timeout(call="feed timeout", guard="watchdog")),
     ),
-    *(_collective_frame(name) for name in _COLLECTIVES),
-    *(_compile_frame(folder) for folder in _COMPILERS),
+    *(_collective_frame(name) for name in COLLECTIVES),
+    Rule(Signal.TRACE_CALL, "Call to ", _TRACE, _trace_point),
+    Rule(Signal.TRACE_CALL, "Return from ", _TRACE, _trace_point),
+    *(_compile_frame(folder) for folder in COMPILERS),
     # a thread inside cu/cudaLaunchKernel in a capture (gb10-flashinfer-radix-topk-multicta-wedge-pyspy-quoted:
     # under CUDA_LAUNCH_BLOCKING=1 the launch returns only when the kernel does)
     Rule(Signal.STACK_IN_LAUNCH, "LaunchKernel", _LAUNCH, _in_launch),
