@@ -115,6 +115,7 @@ RULES: tuple[Callable[[Facts], Verdict | None], ...] = (
     kv_transfer.pool_exhausted,
     kv_transfer.held_for_decode,
     kv_transfer.read_after_lease,
+    kv_transfer.hold_set_short,
     timeouts.timeout_verdict,
     timeouts.watchdog_stall,
     external_guards.external_guard,

@@ -10,6 +10,9 @@ Domain facts encoded here:
   lease, before that VLLM_NIXL_ABORT_REQUEST_TIMEOUT), then frees them.  A decode worker that reads them after
   that was alive, only later than the lease: the guard was shorter than the decode side's queueing
   (nixl-kv-lease-expired-decode-read-after-free: a 550B model's decode read 21 s after the 30 s lease).
+  A hold set far below its default (VLLM_NIXL_ABORT_REQUEST_TIMEOUT / VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT, 480 s)
+  expires under load before a working decode side pulls (mooncake-kv-lease-force-free-dirty-kv: 10 s, P and D
+  loaded; the decode side read the freed blocks and returned garbled text).
 * An idle engine's KV cache is all free: V1 counts a cached block with no request on it as free, so usage
   falls to ~0 once nothing runs or waits.  A prefill instance whose connector delays the free of finished
   requests' blocks until the decode side pulls them, showing most of its KV cache in use with nothing running
@@ -26,8 +29,8 @@ from __future__ import annotations
 from engdiag.analysis.draft import Draft
 from engdiag.analysis.facts import Facts
 from engdiag.analysis.verdict import Kind, MemoryKind, Role, Verdict
-from engdiag.logs.events import Signal, Timeout
-from engdiag.logs.patterns.kv_transfer import POOL_SHORT
+from engdiag.logs.events import Event, Signal, Timeout
+from engdiag.logs.patterns.kv_transfer import MOONCAKE_HOLD, POOL_SHORT
 
 _DEATH = (Signal.ENGINE_FATAL, Signal.ENGINE_DEAD, Signal.EXCEPTION)
 """What shows the engine did not survive the failed allocation."""
@@ -105,6 +108,19 @@ def held_for_decode(facts: Facts) -> Verdict | None:
     return draft.done()
 
 
+_HOLD_DEFAULT_S = 480
+"""VLLM_NIXL_ABORT_REQUEST_TIMEOUT's and VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT's default (vllm/envs.py)."""
+
+
+def _hold_step(draft: Draft, expired: Event, limit: float) -> None:
+    """The environment variable behind a hold that names its seconds, raised to cover the decode side's queueing."""
+    data = expired.data
+    knob = ("VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT" if isinstance(data, Timeout) and data.guard == MOONCAKE_HOLD
+            else "VLLM_NIXL_ABORT_REQUEST_TIMEOUT")
+    draft.step(f"hold the KV blocks longer than the decode side's queueing: on the prefill instance, {knob} above "
+               f"its {limit:g} s (the default is {_HOLD_DEFAULT_S} s)", f"export {knob}={max(_HOLD_DEFAULT_S, 2 * limit):g}")
+
+
 def read_after_lease(facts: Facts) -> Verdict | None:
     """The decode side read KV blocks after the prefill side's lease on them had expired: late, not dead."""
     expired = facts.t.of(Signal.KV_LEASE_EXPIRED)
@@ -120,12 +136,38 @@ def read_after_lease(facts: Facts) -> Verdict | None:
     draft.generic_steps = False  # the step guard's knobs and a stack capture say nothing of the lease
     draft.cite(expired[0], Role.ROOT_CAUSE, "the prefill side freed blocks nobody had read yet")
     draft.cite(late[0], Role.SUPPORTING, "the decode side read them after all: it was working, only late")
-    if limit is not None:  # 0.10's wording names the seconds: VLLM_NIXL_ABORT_REQUEST_TIMEOUT
-        draft.step(f"hold the KV blocks longer than the decode side's queueing: set VLLM_NIXL_ABORT_REQUEST_TIMEOUT "
-                   f"on the prefill instance above its {limit:g} s, to the decode side's worst queueing time")
+    if limit is not None:  # a wording that names the seconds names the environment variable's value
+        _hold_step(draft, expired[0], limit)
     else:
         draft.step("hold the KV blocks longer than the decode side's queueing (on the prefill instance)",
                    "--kv-transfer-config '{\"kv_connector\": \"NixlConnector\", \"kv_role\": \"kv_both\", "
                    "\"kv_connector_extra_config\": {\"kv_lease_duration\": 300}}'")
     draft.step("blocks read after they were freed may hold another request's KV: compare those requests' outputs")
     return draft.cite_consequences(expired[0]).done()
+
+
+def hold_set_short(facts: Facts) -> Verdict | None:
+    """The prefill side's hold expired, and it was set far below its default: a guard too tight for the load.
+
+    Freeing the blocks is the guard firing, not the decode side failing: at a quarter of the default or less, a
+    decode side that queues requests under load pulls later than the hold (mooncake-kv-lease-force-free-dirty-kv).
+    """
+    short = [e for e in facts.t.of(Signal.KV_LEASE_EXPIRED) if isinstance(e.data, Timeout)
+             and e.data.limit_s is not None and e.data.limit_s * 4 <= _HOLD_DEFAULT_S]
+    if not short:
+        return None
+    expired = short[0]
+    limit = expired.data.limit_s if isinstance(expired.data, Timeout) else None
+    assert limit is not None
+    draft = Draft(facts, Kind.SLOW, 0.45,
+                  f"slow (for its guard): the prefill side freed KV blocks its decode side had not pulled within "
+                  f"{limit:g} s — a hold set far below its {_HOLD_DEFAULT_S} s default, which a decode side queueing "
+                  "under load outlasts")
+    draft.generic_steps = False
+    draft.cite(expired, Role.ROOT_CAUSE, "the hold fired: blocks freed before the decode side read them")
+    for event in short[1:3]:
+        draft.cite(event, Role.SUPPORTING)
+    draft.undecided = "the decode instance's log: the same requests queued, then pulled late (alive) or never (down)"
+    _hold_step(draft, expired, limit)
+    draft.step("blocks read after they were freed may hold another request's KV: compare those requests' outputs")
+    return draft.cite_consequences(expired).done()

@@ -12,6 +12,8 @@ from engdiag.logs.patterns.base import Rule, _c, _i
 
 NIXL_LEASE = "nixl-lease"
 """The guard of the KV blocks a prefill instance holds for its decode side (NixlConnector)."""
+MOONCAKE_HOLD = "mooncake-hold"
+"""The same guard in the MooncakeConnector (VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT)."""
 
 POOL_SHORT = _c(r"available_size\(\)=(?P<free>\d+) < need_size=(?P<need>\d+)")
 """kvcached's pool, short of blocks: how many were free, how many the step needed."""
@@ -43,6 +45,14 @@ KV_TRANSFER: tuple[Rule, ...] = (
          _c(r"Releasing expired KV blocks for request\s+\S+?\s+which were\s+retrieved by \d+ (?:decode|remote) "
             r"worker\(s\)\s+(?:within (?P<s>\d+) seconds|before lease expired)"),
          lambda m, t: [Timeout(call="the KV blocks held for the decode side", limit_s=_i(m["s"]), guard=NIXL_LEASE)]),
+    # vLLM's and vllm-ascend's MooncakeConnector on the prefill side, when the decode side has not pulled a finished
+    # request's blocks within VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT (480 s default, vllm/envs.py): "Force freed expired
+    # request: %s. Reason: Request exceeded timeout threshold (%s seconds). Action: Resources have been forcibly
+    # released to prevent memory leak." (mooncake_connector.py; a later fork: "Reason: exceeded timeout (%s
+    # seconds).") (mooncake-kv-lease-force-free-dirty-kv: set to 10 s, decode under load)
+    Rule(Signal.KV_LEASE_EXPIRED, "Force freed expired request",
+         _c(r"Force freed expired request: \S+? Reason: (?:Request )?exceeded timeout(?: threshold)? \((?P<s>\d+) seconds\)"),
+         lambda m, t: [Timeout(call="the KV blocks held for the decode side", limit_s=_i(m["s"]), guard=MOONCAKE_HOLD)]),
     Rule(Signal.KV_READ_LATE, "Potentially invalid KV blocks",
          _c(r"Potentially invalid KV blocks for\s+unrecognized request")),
 )
