@@ -28,7 +28,7 @@ from engdiag.analysis.draft import Draft
 from engdiag.analysis.facts import Facts, stalled
 from engdiag.analysis.verdict import Kind, Role, Verdict
 from engdiag.logs.events import Event, NcclWork, Peer, Rendezvous, Signal, Timeout
-from engdiag.logs.patterns.waits import ASCEND_TASK, MOONCAKE, OMNI_KV, STORE_LOST, TT_METAL
+from engdiag.logs.patterns.waits import ASCEND_TASK, DIVERGED_OUTPUTS, MOONCAKE, OMNI_KV, STORE_LOST, TT_METAL
 
 _NODE_PIN = re.compile(r"'node:(?P<ip>[0-9a-fA-F.:]+)'")
 """A Ray resource request pinned to one node's IP (vLLM pins the driver's bundle to node:<VLLM_HOST_IP>)."""
@@ -36,7 +36,13 @@ _NODE_PIN = re.compile(r"'node:(?P<ip>[0-9a-fA-F.:]+)'")
 
 def _comm_steps(draft: Draft, event: Event) -> None:
     signal = event.signal
-    if signal is Signal.COLLECTIVE_MISMATCH:
+    if signal is Signal.COLLECTIVE_MISMATCH and isinstance(event.data, Peer) and event.data.detail == DIVERGED_OUTPUTS:
+        draft.step("upgrade vLLM: later releases sample on the driver rank alone and broadcast its tokens, so ranks "
+                   "cannot disagree (the check that failed here, '# Make sure all workers have the same results.', "
+                   "is gone with them)", "pip install -U vllm")
+        draft.step("until then, the same requests on one GPU (tensor-parallel size 1) have no second rank to "
+                   "disagree with", "--tensor-parallel-size 1")
+    elif signal is Signal.COLLECTIVE_MISMATCH:
         draft.step("name the ranks and the collectives they disagree on", "export TORCH_DISTRIBUTED_DEBUG=DETAIL")
         draft.step("look for a rank that skips or adds a collective (a rank with no work this step, an uneven "
                    "batch across DP ranks, a different code path on one rank); upgrade if the release notes "
@@ -157,7 +163,8 @@ def unsatisfiable_wait(facts: Facts, root: Event) -> Verdict:
 
 def _likely(root: Event) -> tuple[str, float, str | None] | None:
     """(headline, confidence, what would decide) of a wait read from a line that cannot say for certain that
-    it never completes: a cut traceback, or a guard that fires on long work too."""
+    it never completes (a cut traceback, a guard that fires on long work too), or that is no collective's own
+    failure (V0's check that the ranks' outputs agree)."""
     data = root.data
     if isinstance(data, Peer) and data.cut:
         return (("deadlocked (likely): a CPU collective of the data-parallel group raised, and a gloo collective "
@@ -170,6 +177,10 @@ def _likely(root: Event) -> tuple[str, float, str | None] | None:
                 "head node's vLLM with data parallelism) exited or crashed, and the ranks left wait on it"), 0.5,
                 ("the store host's own log: a crash there is the cause; an operator's stop or a clean exit there "
                 "makes this exit-time noise"))
+    if isinstance(data, Peer) and data.detail == DIVERGED_OUTPUTS:  # the check itself says so: certain, a crash
+        return (("deadlocked: the tensor-parallel ranks diverged — they returned different outputs for one step "
+                "(V0's check that every worker agrees failed), and ranks that disagree cannot run one model on"), 0.75,
+                None)
     if not isinstance(data, Timeout):
         return None
     if data.call == ASCEND_TASK:  # a stream's work that never finished: a collective's peer, rarely a hung kernel

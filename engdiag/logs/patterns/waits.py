@@ -21,6 +21,8 @@ openrlhf-vllm-weight-sync-group-docker-bridge-ip-unreachable, a store on an unre
 
 
 ASCEND_TASK = "HCCL collective or device task (the stream's work never finished)"
+DIVERGED_OUTPUTS = "the tensor-parallel workers returned different outputs for one step"
+"""V0 0.2.x's check that every worker's step output agrees, failed."""
 MOONCAKE = "mooncake"
 """The guard of the Mooncake connector's KV-transfer wait (VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT)."""
 OMNI_KV = "vllm-omni-kv"
@@ -74,6 +76,16 @@ WAITS: tuple[Rule, ...] = (
         "Detected mismatch between collectives",
         _c(r"Detected mismatch between collectives on ranks\. Rank (?P<a>\d+) is running collective: [^\n]*?, but Rank (?P<b>\d+)"),
         lambda m, t: [Peer(peer=f"rank {m['b']}", detail=f"rank {m['a']} and rank {m['b']} ran different collectives")],
+    ),
+    # V0 0.2.x's LLMEngine._run_workers ran each step on every tensor-parallel worker and checked the outputs
+    # agree ("for other_output in all_outputs[1:]: assert output == other_output"): the assert failing is ranks that
+    # sampled different tokens for the same step, diverged for good (v02-tp-workers-diverge-assert-high-temperature,
+    # v021-source-build-tp2-long-prompts-worker-output-mismatch: high temperatures, long sequences, TP only)
+    Rule(
+        Signal.COLLECTIVE_MISMATCH,
+        "assert output == other_output",
+        _c(r"assert output == other_output"),
+        _const(Peer(detail=DIVERGED_OUTPUTS)),
     ),
     Rule(
         Signal.PEER_LOST,
@@ -234,6 +246,17 @@ WAITS: tuple[Rule, ...] = (
         Signal.COMM_TIMEOUT,
         "notify wait timeout occurred",
         _c(r"notify wait timeout occurred during task execution(?:[^\n]*?timeout=(?P<s>\d+)s)?"),
+        lambda m, t: [Timeout(call=ASCEND_TASK, limit_s=_f(m["s"]), guard="hccl")],
+    ),
+    # the same report for an event wait: a stream waiting on an event another stream records ("… serial number is
+    # 18, event wait timeout occurred during task execution, stream_id:39, …, event_id=37, timeout=234s.") — the
+    # other stream's work never finished (ascend-flashcomm1-shared-expert-multistream-event-wait-timeout: the
+    # shared experts' all-gather on their own stream and the routed experts' collectives on the default one, each
+    # waiting for the other across ranks; vllm-ascend PR 15500 moved them onto one stream)
+    Rule(
+        Signal.COMM_TIMEOUT,
+        "event wait timeout occurred",
+        _c(r"event wait timeout occurred during task execution(?:[^\n]*?timeout=(?P<s>\d+)s)?"),
         lambda m, t: [Timeout(call=ASCEND_TASK, limit_s=_f(m["s"]), guard="hccl")],
     ),
     Rule(
