@@ -207,6 +207,23 @@ def kv_pressure(facts: Facts) -> Verdict | None:
             draft.cite(tail[0][0], Role.SUPPORTING)
             draft.undecided = "whether preemptions follow: the next stats lines (Preemptions: N) or /metrics"
             return draft.done()
+    if preemptions and not facts.t.of(Signal.EXCEPTION, Signal.WORKER_EXCEPTION, Signal.PROCESS_EXCEPTION):
+        # V0 warns at the first preemption and every 50th after (scheduler.py: num_cumulative_preemption % 50):
+        # one line is at least one request evicted because the running batch outgrew the KV cache
+        # (rllm-verl-32k-rollout-kv-preemption: n=8 × 32k tokens; vllm063-swap-preemption-stops-processing); a
+        # process that raised after it is a crash the preemption set off, not the pressure
+        # (v063-priority-preemption-first-preempt-crashes-model-runner)
+        last = preemptions[-1]
+        mode = f" ({last.data.mode} mode)" if isinstance(last.data, Preemption) and last.data.mode else ""
+        draft = Draft(facts, Kind.FRAGMENTED, 0.35,
+                      f"KV-cache pressure (likely): requests were preempted{mode} for lack of KV cache space — the "
+                      "running batch outgrew the cache")
+        draft.sub_kind = MemoryKind.KV_PRESSURE
+        draft.cite(last, Role.ROOT_CAUSE, "a request evicted for lack of KV space")
+        if peak:
+            draft.cite(max(facts.stats, key=lambda pair: pair[1].gpu_kv_pct or 0)[0], Role.SUPPORTING)
+        draft.undecided = "how often: the preemption count in later lines (every 50th is logged) or /metrics"
+        return draft.done()
     return None
 
 

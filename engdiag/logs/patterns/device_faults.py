@@ -50,6 +50,12 @@ DEVICE_FAULTS: tuple[Rule, ...] = (
         _c(r"NCCL error(?: in: [^\n]*?)?:? (?P<e>unhandled (?:system|cuda) error|internal error|invalid usage)"),
         lambda m, t: [Failure(name=f"NCCL {m['e']}")],
     ),
+    # NCCL's CUDACHECK / CUCHECK naming the CUDA error a call of its returned: "NCCL WARN Cuda failure 'dependency
+    # created on uncaptured work in another stream'" (checks.h; out of memory is memory.py's) — a CUDA error, here a
+    # collective enqueued during CUDA-graph capture (vllm-v040-tp2-capture-nccl-uncaptured-dependency)
+    Rule(Signal.CUDA_ERROR, "Cuda failure ",
+         _c(r"Cuda failure (?:\d+ )?'(?!out of memory')(?P<e>[^'\n]{1,160})'"),
+         lambda m, t: [Failure(name=f"CUDA error in NCCL: {m['e']}")]),
     Rule(Signal.CUDA_ERROR, "fallen off the bus", _c(r"GPU has fallen off the bus")),
     Rule(Signal.CUDA_ERROR, "uncorrectable ECC error", _c(r"uncorrectable ECC error encountered")),
     Rule(Signal.CUDA_ERROR, "NVRM: Xid", _c(r"NVRM: Xid \([^)]*\): (?P<x>\d+)"), lambda m, t: [Failure(name=f"Xid {m['x']}")]),

@@ -265,6 +265,11 @@ STALLS_TIMEOUTS_FATALS: tuple[Rule, ...] = (
     # (sm120-cuda128-toolkit-flashinfer-jit-fp8kv-prefill-build-kills-engine-init)
     Rule(Signal.EXCEPTION, '", line ', _c(r'File "[^"\n]+", line \d+, in \S+'),
          lambda m, t: [Failure(exception=last_exception(t), name=traceback_site(t))]),
+    # V0's dump_input_when_exception (worker/model_runner_base.py, 0.6.x): "Writing input of failed execution to
+    # %s..." as the model's execution raised, before the exception is re-raised and printed
+    # (v063-priority-preemption-first-preempt-crashes-model-runner: the first preemption crashed the runner)
+    Rule(Signal.EXCEPTION, "Writing input of failed execution to", _c(r"Writing input of failed execution to"),
+         _const(Failure(name="the model's execution (V0 dumped its input)"))),
     # Python's threading excepthook: a thread of the process died (open-instruct-grpo-enginecore-output-thread-
     # encode-crash-insecure-serialization: the engine core's output thread, so no output ever left it again)
     Rule(Signal.PROCESS_EXCEPTION, "Exception in thread ", _c(r"Exception in thread (?P<name>[^\n:]{1,80}):"),
