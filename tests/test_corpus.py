@@ -201,6 +201,10 @@ UNDECIDABLE_FROM_THE_LOG = {
 }
 
 NO_SIGNAL_IN_THE_LOG = {
+    # Ascend's plog runtime lines behind grep's file name (HCCL time-outs set to their defaults, an awatchdog
+    # 300 s timeout: the plog's own module watchdog) and a shell prompt; the CANN and driver mismatch the thread
+    # settled on is in no line
+    "ascend-dsv32-plog-watchdog-timeout-cann-driver-mismatch": "other",
     # Blind round 34, other (medium): vLLM's DEBUG platform probe on a GPU-less Ray head ("CUDA platform is not
     # available because: NVML Shared Library Not Found"); the same probe prints that on every CPU or TPU host, so
     # alone it says nothing failed, and the start-up failure the thread describes is past the excerpt.
@@ -316,9 +320,6 @@ NOT_A_VLLM_LOG = {
     # Blind round 14: a commenter's three-line condensation of the stats lines ("07:47:17  Engine 000: prompt
     # tp  0.0, …  <-- hang starts"), no line as vLLM printed it; the py-spy data is in prose
     "dsv4-flash-gb10-full-cudagraph-silent-wedge",
-    # Ascend's plog runtime lines (HCCL time-outs set, an awatchdog 300 s timeout) and a shell prompt; the CANN
-    # and driver mismatch the thread settled on is in no line
-    "ascend-dsv32-plog-watchdog-timeout-cann-driver-mismatch",
 }
 
 

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from engdiag.analysis.analyze import analyze
 from engdiag.logs import paste, unzip
-from engdiag.logs.paste import Paste, dedented, paste_of, skip_doubled
+from engdiag.logs.paste import Paste, paste_of, skip_doubled, unpasted
 from tests.conftest import CORPUS
 
 INDENT_CHANGED_THESE = [
@@ -160,7 +160,7 @@ def test_dedenting_as_it_streams_equals_dedenting_line_by_line(lines, chunk, ind
     data = "".join(lead + body for lead, body in lines).encode()
     saved, paste.CHUNK, unzip.CHUNK = paste.CHUNK, chunk, chunk  # the reads and the long-line bound
     try:
-        stream = dedented(io.BytesIO(data), indent)
+        stream = unpasted(io.BytesIO(data), Paste(indent=indent))
         assert stream.read() == _reference(data, indent)
     finally:
         paste.CHUNK = unzip.CHUNK = saved
@@ -262,3 +262,68 @@ def test_a_progress_bar_cut_at_the_pastes_width_keeps_its_count_and_its_time(tmp
     assert paste_of(path.read_bytes(), True).wrap == 120
     compile_step = next(a for a in analyze([str(path)]).model.activities if a.name == "guided-decoding compile")
     assert compile_step.seconds == 910 and "15831/15831" in compile_step.detail
+
+
+GREPPED = [
+    "v0-single-request-decoding-5min-then-aborted-outside-engine",
+    "tp2-nccl-allreduce-hang-p2p-cumem-sanity-check",
+    "omni-qwen3-omni-perf-ci-orchestrator-startup-timeout",
+    "pascal-p40-gptq-long-prompt-engine-loop-timeout",
+]
+
+
+def _grepped(text: str, name: str) -> str:
+    """The log as ``grep -n`` over several files prints it: each line behind its file's name and line number."""
+    return "\n".join(f"{name}:{n}:{line}" if line else line for n, line in enumerate(text.split("\n"), 1))
+
+
+@pytest.mark.parametrize("name", GREPPED)
+def test_grep_output_over_several_files_gets_the_verdict_of_the_log_itself(cli, tmp_path, name):
+    """As a file, a gzip file and on stdin; evidence cites the same lines, their text without the file's name."""
+    text = (CORPUS / name / "log.txt").read_text(encoding="utf-8", errors="replace")
+    original = cli("analyze", "--json", str(CORPUS / name / "log.txt"))
+    kind, sub, confidence, evidence = _judged(json.loads(original.stdout))
+    pasted = _grepped(text, "logs/vllm-0.log")
+    lines = pasted.split("\n")
+    expected = (kind, sub, confidence, [(line, lines[line - 1].split(":", 2)[2][:len(quoted)] and quoted)
+                                        for line, quoted in evidence])
+    _read_alike(cli, tmp_path, pasted, original.exit_code, expected)
+
+
+def test_a_record_behind_greps_file_name_keeps_its_time_and_process(tmp_path):
+    """mooncake-kv-lease-force-free-dirty-kv's shape: most lines behind the name, one line of the reporter's."""
+    path = tmp_path / "pasted.log"
+    path.write_text(
+        "vllm_p3.log:(EngineCore_DP3 pid=546) INFO 08-29 09:12:36 [mooncake_connector.py:1910] Delaying free of 6 "
+        "blocks for request r-1\n\nP node: kv freed on timeout\n"
+        "vllm_p3.log:(Worker_DP3_TP1_EP25 pid=649) ERROR 08-29 09:12:47 [mooncake_connector.py:233] Force freed "
+        "expired request: r-1. Reason: Request exceeded timeout threshold (10 seconds). Action: released.\n"
+        "vllm_p3.log:(Worker_DP3_TP0_EP24 pid=603) ERROR 08-29 09:12:47 [mooncake_connector.py:233] Force freed "
+        "expired request: r-1. Reason: Request exceeded timeout threshold (10 seconds). Action: released.\n")
+    result = analyze([str(path)])
+    assert result.timeline.first_stamp is not None and result.timeline.last_stamp is not None
+    assert result.timeline.last_stamp.key - result.timeline.first_stamp.key == 11
+    assert result.verdict.evidence[0].text.startswith("Force freed")
+
+
+def test_only_a_head_mostly_behind_file_names_is_greps_output():
+    lines = [b"INFO 08-29 09:12:36 [core.py:1] a", b"INFO 08-29 09:12:37 [core.py:1] b", b"run.log:INFO 08-29 [x]"]
+    assert not paste_of(b"\n".join(lines) + b"\n", whole=True).grep
+    assert paste_of(b"\n".join([b"a.log:" + line for line in lines[:2]] + [b"--", b"b.out-x"]) + b"\n", whole=True).grep
+    assert not paste_of(b"a.log:x\nb.log:y\n", whole=True).grep  # two lines are too few to tell
+
+
+@given(
+    lines=st.lists(st.tuples(st.sampled_from(["", "x.log:", "./d/y.txt:12:", "z.out-", "notes: "]),
+                             st.text(alphabet="ab .:\n\r", max_size=12)), max_size=30),
+    chunk=st.integers(min_value=1, max_value=9),
+)
+def test_removing_file_names_as_it_streams_equals_removing_them_line_by_line(lines, chunk):
+    data = "".join(lead + body for lead, body in lines).encode()
+    saved, paste.CHUNK, unzip.CHUNK = paste.CHUNK, chunk, chunk
+    try:
+        stream = unpasted(io.BytesIO(data), Paste(grep=True))
+        assert stream.read() == b"\n".join(paste._GREP.sub(b"", line, count=1) if paste._GREP.match(line) else line
+                                           for line in data.split(b"\n"))
+    finally:
+        paste.CHUNK = unzip.CHUNK = saved

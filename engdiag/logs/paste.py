@@ -22,6 +22,11 @@ each followed by the rest of its line; the rest may start with anything (``OpTyp
 next bare line.  Such pastes are read line by line (``extract`` searches a record with a cut line whole:
 the cut may fall inside a rule's literal).
 
+A search over several files (``grep -r``, ``grep -n``) puts the name of each line's file, and its line number,
+before the line (``vllm_p3.log:(Worker_DP3_TP1_EP25 pid=649) ERROR 08-29 …``): left there, it hides the
+record's header, so the line loses its time and process.  Where most lines of the head start with such a name,
+it is removed from every line that has it.
+
 Line numbers are kept (only bytes within lines go, and skipped lines keep their numbers), so evidence
 still points at the line the user sees.
 """
@@ -60,6 +65,13 @@ date and time: a line of its own, never the rest of the line above (tt-tensor-ca
 health-wait: a client's and a server's lines, two of each of equal width, read as a paste cut at that width)."""
 _SPACED_MIN_LINES = 3
 """Lines of text the head needs, each followed by a blank line, to be taken for a double-spaced paste."""
+_GREP = re.compile(rb"(?:\./)?[\w./-]*?\.(?:log|txt|out|err)(?::\d+)?[:-]")
+"""grep's name of the file a line came from (and its line number, with ``-n``; ``-`` on a context line)."""
+_GREP_LINES = re.compile(rb"\n(?:\./)?[\w./-]*?\.(?:log|txt|out|err)(?::\d+)?[:-]")
+_GREP_MIN_LINES = 3
+_NAME_MAX = 4096
+"""Longest file name and line number grep puts before a line: a line is let through in parts only past it."""
+"""Lines of text the head needs, two in three of them behind a file name, to be taken for grep's output."""
 
 
 @dataclass(frozen=True)
@@ -75,10 +87,12 @@ class Paste:
     skew: int | None = None
     """Seconds from vLLM's own clock to the wrapper's, when some lines carry both stamps and some vLLM's alone (a
     paste that begins inside a CI runner's line): added to the lone own stamps so that one clock times them all."""
+    grep: bool = False
+    """Most lines start with grep's name of their file (a search over several files): removed where it is."""
 
     @property
     def untouched(self) -> bool:
-        return not self.indent and not self.double_spaced and self.wrap is None and self.skew is None
+        return not self.indent and not self.grep and not self.double_spaced and self.wrap is None and self.skew is None
 
 
 def paste_of(head: bytes, whole: bool) -> Paste:
@@ -88,8 +102,19 @@ def paste_of(head: bytes, whole: bool) -> Paste:
         lines = lines[:-1]
     lines = [line.rstrip(b"\r") for line in lines]
     indent = _shared_indent([line for line in lines if line.strip()])
-    text = [decode_line(line.removeprefix(indent)) for line in lines if line.strip()]
-    return Paste(indent, _double_spaced(lines), _wrap_width(text), _clock_skew(text))
+    own = [line.removeprefix(indent) for line in lines if line.strip()]
+    grep = _grep_prefixed(own)
+    if grep:
+        own = [line[m.end():] if (m := _GREP.match(line)) else line for line in own]
+    text = [decode_line(line) for line in own]
+    return Paste(indent, _double_spaced(lines), _wrap_width(text), _clock_skew(text), grep)
+
+
+def _grep_prefixed(lines: list[bytes]) -> bool:
+    """Two in three lines of text (grep's ``--`` between groups aside) start with a file's name."""
+    text = [line for line in lines if line != b"--"]
+    named = sum(1 for line in text if _GREP.match(line))
+    return len(text) >= _GREP_MIN_LINES and 3 * named >= 2 * len(text)
 
 
 _SKEW_LINES = 50
@@ -201,11 +226,13 @@ def skip_doubled(lines: Iterator[tuple[int, str]]) -> Iterator[tuple[int, str]]:
         doubled = True
 
 
-def dedented(stream: BinaryIO, indent: bytes) -> BinaryIO:
-    """``stream`` (positioned at a line start) with ``indent`` removed from the start of every line that has it."""
-    if not indent:
-        return stream
-    return io.BufferedReader(_Dedented(stream, indent), buffer_size=CHUNK)  # type: ignore[return-value]
+def unpasted(stream: BinaryIO, paste: Paste) -> BinaryIO:
+    """``stream`` (positioned at a line start) with the indentation and grep's file names removed from its lines."""
+    if paste.indent:
+        stream = io.BufferedReader(_Dedented(stream, paste.indent), buffer_size=CHUNK)  # type: ignore[assignment]
+    if paste.grep:
+        stream = io.BufferedReader(_Ungrepped(stream), buffer_size=CHUNK)  # type: ignore[assignment]
+    return stream
 
 
 class _Dedented(Converted):
@@ -214,6 +241,8 @@ class _Dedented(Converted):
     def __init__(self, source: BinaryIO, indent: bytes) -> None:
         super().__init__(source)
         self._indent = indent
+        self._hold = len(indent)
+        """Bytes past a read's size that an unfinished line may grow to before it is let through in parts."""
         self._carry = b""
         """The last, unfinished line read."""
         self._at_start = True
@@ -222,7 +251,7 @@ class _Dedented(Converted):
     def convert(self, raw: bytes, last: bool) -> bytes:
         data = self._carry + raw
         cut = len(data) if last else data.rfind(b"\n") + 1
-        if cut == 0 and len(data) <= CHUNK + len(self._indent):
+        if cut == 0 and len(data) <= CHUNK + self._hold:
             self._carry = data  # no line end yet: wait for it (a longer line goes on in parts)
             return b""
         cut = cut or len(data)
@@ -236,3 +265,17 @@ class _Dedented(Converted):
         indent = self._indent
         out = data.replace(b"\n" + indent, b"\n")
         return out.removeprefix(indent) if self._at_start else out
+
+
+class _Ungrepped(_Dedented):
+    """A stream with grep's file name removed from the start of every line that has one."""
+
+    def __init__(self, source: BinaryIO) -> None:
+        super().__init__(source, b"")
+        self._hold = _NAME_MAX
+
+    def _strip(self, data: bytes) -> bytes:
+        out = _GREP_LINES.sub(b"\n", data)
+        if self._at_start and (match := _GREP.match(out)) is not None:
+            out = out[match.end():]
+        return out

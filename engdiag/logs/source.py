@@ -26,7 +26,7 @@ from engdiag.logs.engines import active_backend
 from engdiag.logs.events import Event, Signal, Stamp
 from engdiag.logs.inputs import LogInput, count_lines, expand, file_size, is_plain, open_input, read_lines
 from engdiag.logs.lines import first_stamp
-from engdiag.logs.paste import Paste, dedented, file_paste, input_paste, skip_doubled
+from engdiag.logs.paste import Paste, file_paste, input_paste, skip_doubled, unpasted
 from engdiag.logs.scan import LineScanner, SourceSummary
 from engdiag.logs.split import cut_points
 from engdiag.logs.window import Window, past_until, since_start, stream_tail, tail_start
@@ -66,30 +66,30 @@ def _first_stamp(log: LogInput) -> Stamp | None:
         return None  # a pipe can be read once: no peeking
     with open_input(log) as opened:
         paste, stream = input_paste(opened.stream, opened.plain)
-        lines = read_lines(dedented(stream, paste.indent), log.name)
+        lines = read_lines(unpasted(stream, paste), log.name)
         return first_stamp(line for _, line in islice(lines, _PEEK_LINES))
 
 
 def _lines(log: LogInput, stream: BinaryIO, plain: bool, window: Window, paste: Paste
            ) -> Iterator[tuple[int, str]]:
     """The numbered lines of an input as it was before it was pasted, limited to the window."""
-    lines = _window_lines(log, stream, plain, window, paste.indent)
+    lines = _window_lines(log, stream, plain, window, paste)
     return skip_doubled(lines) if paste.double_spaced else lines
 
 
-def _window_lines(log: LogInput, stream: BinaryIO, plain: bool, window: Window, indent: bytes
+def _window_lines(log: LogInput, stream: BinaryIO, plain: bool, window: Window, paste: Paste
                   ) -> Iterator[tuple[int, str]]:
     if window.empty:
-        return read_lines(dedented(stream, indent), log.name)
+        return read_lines(unpasted(stream, paste), log.name)
     if plain and log.path is not None:
         start = 0
         if window.tail_lines is not None or window.tail_bytes is not None:
             start = tail_start(log.path, window)
         if window.since is not None:
             start = max(start, since_start(log.path, window.since))
-        stream.seek(start)  # then dedented: a line start
-        return read_lines(dedented(stream, indent), log.name, first_line=count_lines(log.path, start) + 1)
-    return stream_tail(read_lines(dedented(stream, indent), log.name), window)
+        stream.seek(start)  # then unpasted: a line start
+        return read_lines(unpasted(stream, paste), log.name, first_line=count_lines(log.path, start) + 1)
+    return stream_tail(read_lines(unpasted(stream, paste), log.name), window)
 
 
 def _how(log: LogInput, plain: bool, layers: tuple[str, ...], window: Window) -> str | None:
@@ -130,7 +130,7 @@ def scan_input(
         if window.empty and backend != "lines" and not paste.double_spaced and paste.wrap is None \
                 and paste.skew is None:
             report = None if progress is None else (lambda done: progress(log.name, done, total))
-            bulk_scan(dedented(stream, paste.indent), scanner, backend, sink, progress=report, count=count)
+            bulk_scan(unpasted(stream, paste), scanner, backend, sink, progress=report, count=count)
             for event in scanner.finish():
                 sink(event)
             return scanner.summary
