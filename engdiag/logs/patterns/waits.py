@@ -152,6 +152,14 @@ WAITS: tuple[Rule, ...] = (
     Rule(Signal.RENDEZVOUS_FAILED, "Barrier ", _c(r"Barrier (?:departure )?timed out after (?P<s>[\d.]+) seconds"),
          lambda m, t: [Rendezvous(limit_s=float(m["s"]))]),
     Rule(Signal.RENDEZVOUS_FAILED, "while trying to connect to", _CONNECT_TIMEOUT, lambda m, t: [_unreachable(m)]),
+    # torch's TCP store giving up a wait for keys its peers set as they join: "DistStoreError: wait timeout after
+    # 1800000ms, keys: /default_pg/0//54//cpu//0/2" (c10d TCPStore::wait) — making a process group, the ranks
+    # that would set them never came (ascend-multinode-gloo-store-timeout).  PyNccl's KV pipe waits on its
+    # store for the next tensor (keys /send_to/…), which an idle receiver times out on too
+    # (pynccl-disagg-idle-kv-receive-thread-300s-timeout): not a rendezvous.
+    Rule(Signal.RENDEZVOUS_FAILED, "wait timeout after",
+         _c(r"[Ww]ait timeout after (?P<ms>\d+)\s*ms, keys: (?!/send_to/)(?P<k>\S+)"),
+         lambda m, t: [Rendezvous(limit_s=int(m["ms"]) / 1000, error=f"no peer set {m['k'][:120]} in the store")]),
     # A traceback through the rendezvous itself: torch's init_process_group raised inside
     # ``store, rank, world_size = next(rendezvous_iterator)`` (distributed_c10d.py), where the TCP store is made:
     # its members never all joined (dgx-spark-2node-rank1-never-joins-hardwrapped: 1/2 clients joined), it could
