@@ -56,6 +56,11 @@ DEVICE_FAULTS: tuple[Rule, ...] = (
     Rule(Signal.CUDA_ERROR, "Cuda failure ",
          _c(r"Cuda failure (?:\d+ )?'(?!out of memory')(?P<e>[^'\n]{1,160})'"),
          lambda m, t: [Failure(name=f"CUDA error in NCCL: {m['e']}")]),
+    # Intel's xe kernel driver timing out a GPU job and resetting the engine that ran it ("xe 0000:04:00.0: [drm]
+    # Tile0: GT0: Timedout job: seqno=1, … in VLLM::EngineCor…", "Engine reset: engine_class=ccs"): the device
+    # hung on the work and the process lost its context (xpu-b70-mtp2-160k-xe-ccs-engine-reset, dmesg)
+    Rule(Signal.CUDA_ERROR, "[drm] ", _c(r"\[drm\][^\n]*?(?:Timedout job|Engine reset):"),
+         _const(Failure(name="Intel GPU job timed out and its engine was reset (xe driver)"))),
     Rule(Signal.CUDA_ERROR, "fallen off the bus", _c(r"GPU has fallen off the bus")),
     Rule(Signal.CUDA_ERROR, "uncorrectable ECC error", _c(r"uncorrectable ECC error encountered")),
     Rule(Signal.CUDA_ERROR, "NVRM: Xid", _c(r"NVRM: Xid \([^)]*\): (?P<x>\d+)"), lambda m, t: [Failure(name=f"Xid {m['x']}")]),
