@@ -1,4 +1,4 @@
-"""The rules learnt from blind round 36, each on both sides of its line (cases named in tests/corpus/HELDOUT.md)."""
+"""The rules learnt from blind rounds 36 and 37, each on both sides of its line (cases named in tests/corpus/HELDOUT.md)."""
 
 from __future__ import annotations
 
@@ -82,3 +82,21 @@ def test_a_cuda_error_nccl_names_is_a_crash_and_its_out_of_memory_is_memory(tmp_
     verdict = _verdict(tmp_path, line.format(e="dependency created on uncaptured work in another stream"))
     assert verdict.kind.value == "crashed" and "uncaptured work" in verdict.headline
     assert _verdict(tmp_path, line.format(e="out of memory")).kind.value == "fragmented"
+
+
+def test_a_store_wait_for_keys_a_process_group_needs_is_a_rendezvous_short_of_members(tmp_path):
+    line = ("(VllmWorker rank=0 pid=4189097) ERROR 08-06 22:23:09 [multiproc_executor.py:487] "
+            "torch.distributed.DistStoreError: wait timeout after 1800000ms, keys: {keys}\n")
+    verdict = _verdict(tmp_path, line.format(keys="/default_pg/0//54//cpu//0/2"))
+    assert verdict.kind.value == "deadlocked" and "rendezvous can never complete" in verdict.headline
+    # PyNccl's KV pipe waits on the store for the next tensor: an idle receiver times out the same way
+    idle = _verdict(tmp_path, line.format(keys="/send_to/0/8"))
+    assert idle.kind.value == "unknown"
+
+
+def test_intel_xe_driver_resetting_a_timed_out_job_is_a_device_fault(tmp_path):
+    reset = ("xe 0000:04:00.0: [drm] Tile0: GT0: Timedout job: seqno=1, lrc_seqno=1, guc_id=35, flags=0x20 in "
+             "VLLM::EngineCor [74]\n")
+    assert _verdict(tmp_path, reset).kind.value == "crashed"
+    # the driver's other lines are no fault
+    assert _verdict(tmp_path, "xe 0000:04:00.0: [drm] Using GuC firmware from xe/bmg_guc_70.bin\n").kind.value != "crashed"
