@@ -61,7 +61,7 @@ def crash(facts: Facts, root: Event) -> Verdict:
                        "no --cpu-offload-gb, fewer API-server processes)", "--swap-space 0")
             return draft.cite_consequences(root).done()
     else:
-        headline = f"crashed: {root.text[:160]}"
+        headline = "crashed: " + root.text.replace("\n", " ")[:160]  # a record of several lines reads as one
     draft = Draft(facts, Kind.CRASHED, 0.85, headline)
     earlier_stalls = [e for e in facts.before(root) if e.signal is Signal.SHM_STALL]
     draft.cite(root, Role.ROOT_CAUSE)
