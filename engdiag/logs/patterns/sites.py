@@ -21,9 +21,8 @@ _ALLOCATING_FRAMES = (
     # the engine's KV-cache set-up, which profiles the peak, sizes the cache and allocates it, all three on
     # the GPU's last free memory; V0's ``initialize_cache`` is the allocation alone
     # (internvl3-78b-4xa100-40g-waiting-engine-then-kv-init-oom, trl-grpo-accelerate-vllm-kv-cache-init-oom:
-    # both OOMs past the paste; cosyvoice-vllm-no-cache-blocks: cut at the call, "No available memory for the
-    # cache blocks" past the paste)
-    (re.compile(r"(?:\bin |\.)_initialize_kv_caches\b|\.initialize_cache\("),
+    # both OOMs past the paste)
+    (re.compile(r"\bin _initialize_kv_caches\b|\.initialize_cache\("),
      "the KV-cache set-up, which profiles the peak and then sizes and allocates the cache on what is left"),
     (re.compile(r"(?:\bin |\.)capture_model\b"),
      "CUDA-graph capture, which allocates the graphs' memory pools after the KV cache took its share"),
