@@ -54,7 +54,7 @@ def test_a_trace_that_ends_inside_a_collective_is_a_rank_waiting_for_the_others(
     lines = [_call(0, "all_reduce", ALL_REDUCE), _return(1, "all_reduce", ALL_REDUCE), _call(2, "all_reduce", ALL_REDUCE)]
     verdict = _analyze(tmp_path, lines, scanner=scanner)
     assert verdict["kind"] == "deadlocked", verdict["headline"]
-    assert "1 of 1 call traces stop inside all_reduce (distributed/parallel_state.py:420)" in verdict["headline"]
+    assert "the call trace stops inside all_reduce (distributed/parallel_state.py:420)" in verdict["headline"]
     assert verdict["evidence"][0]["line"] == 3
 
 
@@ -108,3 +108,28 @@ def test_a_log_line_that_mentions_a_call_is_no_trace(tmp_path):
     verdict = _analyze(tmp_path, ["INFO 09-02 21:59:00 [api_server.py:1] Call to wake_up method failed: nothing",
                                   "2025-09-02 21:59:00,123 Call to all_reduce in progress"])
     assert "call trace" not in verdict["headline"]
+
+
+def test_a_long_trace_is_judged_by_its_end_and_only_its_tail_is_read(tmp_path):
+    """A trace of gigabytes is read from its end (a note says so); evidence keeps the file's own line numbers."""
+    lines = []
+    for i in range(0, 12_000, 2):  # over a megabyte, three times the lines read from the end
+        lines += [_call(i, "all_reduce", ALL_REDUCE), _return(i + 1, "all_reduce", ALL_REDUCE)]
+    lines.append(_call(12_000, "load_weights", f"{VLLM}/model_executor/models/llama.py:500"))
+    log = tmp_path / "trace.log"
+    log.write_text("\n".join(lines) + "\n")
+    assert log.stat().st_size > 1 << 20
+    done = run_engdiag("analyze", str(log), "--json", timeout=120)
+    verdict = orjson.loads(done.stdout)["verdict"]
+    assert verdict["kind"] == "unknown" and "load_weights" in verdict["headline"]
+    assert [e["line"] for e in verdict["evidence"]] == [len(lines)]
+    assert b"a call trace (VLLM_TRACE_FUNCTION): its last 4096 lines are read" in done.stderr
+
+
+def test_an_early_call_into_a_collective_that_returned_never_splits_a_trace(tmp_path):
+    """The timeline keeps a trace's last lines only: a kept early line would look like the end of a second trace."""
+    lines = [_call(i, "forward", f"{VLLM}/model_executor/layers/linear.py:715") if i % 2 == 0 else
+             _return(i, "forward", f"{VLLM}/model_executor/layers/linear.py:730") for i in range(1000)]
+    lines[63] = _call(63, "all_reduce", ALL_REDUCE)
+    verdict = _analyze(tmp_path, lines)
+    assert verdict["kind"] == "unknown", verdict["headline"]

@@ -60,6 +60,7 @@ _HIGH_VOLUME = frozenset(
         Signal.PROMPT_LENGTH,
         Signal.PREFIX_CACHE,
         Signal.ITERATION,
+        Signal.TRACE_CALL,  # a call trace is judged by its last lines (analysis/traces.py)
     }
 )
 

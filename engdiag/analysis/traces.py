@@ -69,9 +69,9 @@ def stopped_traces(facts: Facts) -> Verdict | None:
         others = [e for e in ends if not _in_collective(e)]
         where = _short(_where(waiting[0]).split(",", 1)[0])
         elsewhere = f"; {len(others)} stop elsewhere — the ranks it waits for" if others else ""
+        which = "the call trace stops" if len(ends) == 1 else f"{len(waiting)} of {len(ends)} call traces stop"
         draft = Draft(facts, Kind.DEADLOCKED, 0.6,
-                      f"deadlocked: {len(waiting)} of {len(ends)} call traces stop inside {where} — a collective "
-                      f"that waits for every rank{elsewhere}")
+                      f"deadlocked: {which} inside {where} — a collective that waits for every rank{elsewhere}")
         draft.cite(waiting[0], Role.ROOT_CAUSE, "this thread never returned from the collective")
         for event in waiting[1:3]:
             draft.cite(event, Role.SUPPORTING)

@@ -27,6 +27,10 @@ before the line (``vllm_p3.log:(Worker_DP3_TP1_EP25 pid=649) ERROR 08-29 …``):
 record's header, so the line loses its time and process.  Where most lines of the head start with such a name,
 it is removed from every line that has it.
 
+A call trace (``VLLM_TRACE_FUNCTION=1``: every line ``<date time> Call to f in file:N`` or ``… Return from …``)
+is no paste, but its head says what it is the same way: only its last lines say where its thread stopped, and
+such files grow to gigabytes, so ``source`` reads only their tail.
+
 Line numbers are kept (only bytes within lines go, and skipped lines keep their numbers), so evidence
 still points at the line the user sees.
 """
@@ -68,6 +72,8 @@ _SPACED_MIN_LINES = 3
 _GREP = re.compile(rb"(?:\./)?[\w./-]*?\.(?:log|txt|out|err)(?::\d+)?[:-]")
 """grep's name of the file a line came from (and its line number, with ``-n``; ``-`` on a context line)."""
 _GREP_LINES = re.compile(rb"\n(?:\./)?[\w./-]*?\.(?:log|txt|out|err)(?::\d+)?[:-]")
+_TRACE_LINE = re.compile(rb"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ (?:Call to|Return from) [\w<>.]+ in ")
+"""vllm/logger.py's ``_trace_calls`` line (tail's ``==> file <==`` headers between traces aside)."""
 _GREP_MIN_LINES = 3
 _NAME_MAX = 4096
 """Longest file name and line number grep puts before a line: a line is let through in parts only past it."""
@@ -89,10 +95,13 @@ class Paste:
     paste that begins inside a CI runner's line): added to the lone own stamps so that one clock times them all."""
     grep: bool = False
     """Most lines start with grep's name of their file (a search over several files): removed where it is."""
+    trace: bool = False
+    """The input is vLLM's call trace (every line of the head a traced call or return): its tail is what counts."""
 
     @property
     def untouched(self) -> bool:
-        return not self.indent and not self.grep and not self.double_spaced and self.wrap is None and self.skew is None
+        return (not self.indent and not self.grep and not self.double_spaced and self.wrap is None and self.skew is None
+                and not self.trace)
 
 
 def paste_of(head: bytes, whole: bool) -> Paste:
@@ -107,7 +116,13 @@ def paste_of(head: bytes, whole: bool) -> Paste:
     if grep:
         own = [line[m.end():] if (m := _GREP.match(line)) else line for line in own]
     text = [decode_line(line) for line in own]
-    return Paste(indent, _double_spaced(lines), _wrap_width(text), _clock_skew(text), grep)
+    return Paste(indent, _double_spaced(lines), _wrap_width(text), _clock_skew(text), grep, _call_trace(own))
+
+
+def _call_trace(lines: list[bytes]) -> bool:
+    """Every line of text (``tail``'s headers aside), three at least, is a traced call or return."""
+    text = [line for line in lines if not (line.startswith(b"==> ") and line.endswith(b" <=="))]
+    return len(text) >= _GREP_MIN_LINES and all(_TRACE_LINE.match(line) for line in text)
 
 
 def _grep_prefixed(lines: list[bytes]) -> bool:

@@ -101,6 +101,12 @@ def _how(log: LogInput, plain: bool, layers: tuple[str, ...], window: Window) ->
     return f"{log.name}: {what} cannot seek; {option} reads all of it and keeps the part asked for"
 
 
+TRACE_TAIL_LINES = 4096
+"""Lines read from the end of a call trace: every earlier call returned, and a trace grows to gigabytes."""
+_TRACE_NOTE_BYTES = 1 << 20
+"""A trace smaller than this is read whole in all likelihood: no note that only its tail is."""
+
+
 def scan_input(
     log: LogInput,
     index: int,
@@ -127,6 +133,11 @@ def scan_input(
             note(how)
         paste, stream = input_paste(opened.stream, opened.plain)
         scanner.wrap, scanner.skew = paste.wrap, paste.skew
+        if paste.trace and window.empty:
+            window = Window(tail_lines=TRACE_TAIL_LINES)
+            if note is not None and (total is None or total > _TRACE_NOTE_BYTES):
+                note(f"{log.name}: a call trace (VLLM_TRACE_FUNCTION): its last {TRACE_TAIL_LINES} lines are read, "
+                     "where its thread stopped")
         if window.empty and backend != "lines" and not paste.double_spaced and paste.wrap is None \
                 and paste.skew is None:
             report = None if progress is None else (lambda done: progress(log.name, done, total))
