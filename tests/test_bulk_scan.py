@@ -336,3 +336,17 @@ def test_a_vllm_line_glued_to_another_process_s_record_after_nccl_output_is_read
              "(EngineCore_DP0 pid=7) ERROR 10-20 06:00:02 [core.py:1] EngineCore encountered a fatal error.")
     lines = [RECEIVED, ADDED, ACCESS] * 30 + [glued] + [RECEIVED, ADDED, ACCESS] * 30
     _same_everywhere(write_log(tmp_path / "glued.log", lines), monkeypatch)
+
+
+def test_the_first_time_is_found_past_first_windows_without_one(tmp_path, monkeypatch):
+    """Long untimed lines (a progress bar) filling the first windows left the input's first time to no window:
+    every bulk backend reported a later line's time as the log's start (found by the Hypothesis test above)."""
+    bar = "Loading safetensors checkpoint shards:  64% Completed | 105/163 [09:30<04:59,  5.16s/it]"
+    path = write_log(tmp_path / "x.log", [
+        bar, bar,
+        "ERROR 09-03 14:19:04 [dump_input.py:79] Dumping scheduler stats: SchedulerStats(num_running_reqs=1)",
+        "(Worker_TP1 pid=4135344) INFO 06-27 19:49:58 [gpu_worker.py:580] Completed CPU memory pinning",
+        bar,
+    ])
+    _same_everywhere(path, monkeypatch, window_bytes=147)
+    assert _timeline(path, "python", monkeypatch).sources[0].first.month == 9

@@ -191,7 +191,7 @@ def _sparse(window: _Window, candidates: dict[int, set[int]]) -> bool:
 
 
 def _plan(
-    window: _Window, candidates: dict[int, set[int]], first_window: bool, hot: dict[int, list[Event]] | None,
+    window: _Window, candidates: dict[int, set[int]], untimed: bool, hot: dict[int, list[Event]] | None,
     source: str, tags: TagSearch, extra: Iterable[int] = (),
 ) -> list[int]:
     """Indices of the lines to feed, in order.
@@ -219,7 +219,7 @@ def _plan(
         add(window.start_of(index), window.end_of(index))
     if window.joins_before(0):
         add(0, window.end_of(0))
-    if first_window:
+    if untimed:
         first = window.first_timed()
         add(0, 0 if first is None else first)
     for index in [*_last_lines_of_procs(window, data, starts, tags), *extra]:
@@ -307,7 +307,7 @@ def _feed(window: _Window, order: Iterable[int], known: dict[int, list[Event]], 
             sink(event)
 
 
-def _scan_window(window: _Window, first_window: bool, scanner: LineScanner, run: Engine,
+def _scan_window(window: _Window, untimed: bool, scanner: LineScanner, run: Engine,
                  sink: Callable[[Event], None], count: Count | None, found_hot: Found | None,
                  later: Found | None) -> None:
     """Feed one window: line by line if dense, else only the planned lines; hot lines counted when allowed
@@ -328,7 +328,7 @@ def _scan_window(window: _Window, first_window: bool, scanner: LineScanner, run:
         _feed_all(window, found, scanner, sink, hot_events is not None)
         return
     extra = hot.keep(None if later is None else hot_window(later)) if hot is not None else ()
-    plan = _plan(window, found, first_window, hot_events, source, run.searches.proc_tags, extra)
+    plan = _plan(window, found, untimed, hot_events, source, run.searches.proc_tags, extra)
     order = list(_with_gaps_closed(window, plan, window.before))
     _feed(window, order, hot_events or {}, scanner, sink)
     if hot is not None and count is not None:
@@ -388,10 +388,11 @@ def bulk_scan(stream: BinaryIO, scanner: LineScanner, backend: str, sink: Callab
     parts = windows(stream, run.searches.line_starts, WINDOW_BYTES, WINDOW_LINES, byte_limit, run.searches.read_window)
     counted = count is not None and not scanner.show_prompts and COUNTABLE
     hot = run.searches.hot if counted else None
-    for number, (data, starts, cued, colour, found_hot, later) in enumerate(
-            _ahead(_cut_at_cues(parts, run.searches), hot)):
+    for data, starts, cued, colour, found_hot, later in _ahead(_cut_at_cues(parts, run.searches), hot):
         window = _Window(data, starts, lineno, before, colour, cued)
-        _scan_window(window, number == 0 and first_line == 1, scanner, run, sink, count, found_hot, later)
+        # until a timed line is read, each window's first one is the input's (or the range's) first time: a first
+        # window of long untimed lines (a progress bar) left it to no one
+        _scan_window(window, not scanner.timed, scanner, run, sink, count, found_hot, later)
         before = window.pieces(len(starts) - 1)[-1]
         lineno += len(starts)
         done += len(data) + 1

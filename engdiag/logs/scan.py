@@ -60,6 +60,11 @@ class LineScanner:
         time alone is moved onto the wrapper's clock.  Such an input too is read line by line."""
 
     @property
+    def timed(self) -> bool:
+        """Has a line with a time been read (the input's first time is known)?"""
+        return self._raw_first is not None
+
+    @property
     def last_stamp(self) -> Stamp | None:
         """The time of the last line read that had one (as printed, no year)."""
         return self._last_stamp
