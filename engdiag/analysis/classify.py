@@ -140,6 +140,7 @@ RULES: tuple[Callable[[Facts], Verdict | None], ...] = (
     stalls.queueing,
     phase_rules.long_generation,
     phase_rules.startup_stopped,
+    kv_transfer.hold_expired,
     benign.quiet,
 )
 

@@ -30,7 +30,7 @@ from engdiag.analysis.draft import Draft
 from engdiag.analysis.facts import Facts
 from engdiag.analysis.verdict import Kind, MemoryKind, Role, Verdict
 from engdiag.logs.events import Event, Signal, Timeout
-from engdiag.logs.patterns.kv_transfer import MOONCAKE_HOLD, POOL_SHORT
+from engdiag.logs.patterns.kv_transfer import MOONCAKE_HOLD, MOONCAKE_LEASE, POOL_SHORT
 
 _DEATH = (Signal.ENGINE_FATAL, Signal.ENGINE_DEAD, Signal.EXCEPTION)
 """What shows the engine did not survive the failed allocation."""
@@ -121,6 +121,20 @@ def _hold_step(draft: Draft, expired: Event, limit: float) -> None:
                f"its {limit:g} s (the default is {_HOLD_DEFAULT_S} s)", f"export {knob}={max(_HOLD_DEFAULT_S, 2 * limit):g}")
 
 
+def _lease_step(draft: Draft, expired: Event) -> None:
+    """The setting behind a hold that does not name its seconds: the connector's lease, or its environment variable."""
+    guard = expired.data.guard if isinstance(expired.data, Timeout) else None
+    if guard == MOONCAKE_HOLD:
+        draft.step("hold the KV blocks longer than the decode side's queueing (on the prefill instance; the default "
+                   f"is {_HOLD_DEFAULT_S} s)", f"export VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT={2 * _HOLD_DEFAULT_S}")
+        return
+    # the prefill side's role: MooncakeConnector's producer (0.34 mooncake_connector.py), NIXL's both
+    connector, role = ("MooncakeConnector", "kv_producer") if guard == MOONCAKE_LEASE else ("NixlConnector", "kv_both")
+    draft.step("hold the KV blocks longer than the decode side's queueing (on the prefill instance)",
+               f"--kv-transfer-config '{{\"kv_connector\": \"{connector}\", \"kv_role\": \"{role}\", "
+               "\"kv_connector_extra_config\": {\"kv_lease_duration\": 300}}'")
+
+
 def read_after_lease(facts: Facts) -> Verdict | None:
     """The decode side read KV blocks after the prefill side's lease on them had expired: late, not dead."""
     expired = facts.t.of(Signal.KV_LEASE_EXPIRED)
@@ -139,9 +153,7 @@ def read_after_lease(facts: Facts) -> Verdict | None:
     if limit is not None:  # a wording that names the seconds names the environment variable's value
         _hold_step(draft, expired[0], limit)
     else:
-        draft.step("hold the KV blocks longer than the decode side's queueing (on the prefill instance)",
-                   "--kv-transfer-config '{\"kv_connector\": \"NixlConnector\", \"kv_role\": \"kv_both\", "
-                   "\"kv_connector_extra_config\": {\"kv_lease_duration\": 300}}'")
+        _lease_step(draft, expired[0])
     draft.step("blocks read after they were freed may hold another request's KV: compare those requests' outputs")
     return draft.cite_consequences(expired[0]).done()
 
@@ -171,3 +183,28 @@ def hold_set_short(facts: Facts) -> Verdict | None:
     _hold_step(draft, expired, limit)
     draft.step("blocks read after they were freed may hold another request's KV: compare those requests' outputs")
     return draft.cite_consequences(expired).done()
+
+
+def hold_expired(facts: Facts) -> Verdict | None:
+    """The prefill side's hold fired and nothing says whether the decode side was late or gone.
+
+    A decode instance queueing under load reads the blocks after the hold (slow), and one that died or lost
+    its link never does (stuck): the prefill side's line is the same.  The guard fired, so it is no healthy log.
+    """
+    expired = facts.t.of(Signal.KV_LEASE_EXPIRED)
+    if not expired:
+        return None
+    data = expired[0].data
+    limit = f" within {data.limit_s:g} s" if isinstance(data, Timeout) and data.limit_s is not None else ""
+    draft = Draft(facts, Kind.UNKNOWN, 0.3,
+                  f"unknown: the prefill side freed KV blocks its decode side had not pulled{limit} — a decode side "
+                  "queued under load (slow) and one that is gone (stuck) leave the same line here")
+    draft.generic_steps = False
+    draft.cite(expired[0], Role.ROOT_CAUSE, "the hold fired: blocks freed before the decode side read them")
+    draft.undecided = "the decode instance's log at that time: the same requests pulled late (alive) or never (down)"
+    draft.step("read the decode instance's log for those request ids: queued and pulled late, or nothing at all")
+    if isinstance(data, Timeout) and data.limit_s is not None:
+        _hold_step(draft, expired[0], data.limit_s)
+    else:
+        _lease_step(draft, expired[0])
+    return draft.cite_consequences(expired[0]).done()

@@ -54,6 +54,12 @@ def _comm_steps(draft: Draft, event: Event) -> None:
                 draft.step(f"the request pins a GPU to node:{pinned['ip']}, an address Ray has no node under: set "
                            "VLLM_HOST_IP to the IP `ray status` lists for the head node, on every node")
             draft.step("see what Ray can place: GPUs per node against the parallel sizes", "ray status")
+        elif meet.what == "front-end":
+            draft.step("read the front-end's own log (the API server, or the data-parallel head's vLLM): its crash or "
+                       "exit is the cause")
+            draft.step("on a headless node, check that the head's address and RPC port are reachable from it",
+                       'nc -vz "${DATA_PARALLEL_ADDRESS:?set it to the address given as --data-parallel-address}" 29550   '
+                       '# the default --data-parallel-rpc-port')
         elif meet.what == "hccl":
             draft.step("check every NPU's NIC link and that no other process holds HCCL's ports (on every node)",
                        "for i in 0 1 2 3 4 5 6 7; do hccn_tool -i $i -link -g; done")

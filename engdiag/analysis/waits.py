@@ -203,6 +203,9 @@ def _rendezvous(facts: Facts) -> Iterable[Wait]:
                 why += "; a rank advertised a loopback address, which no other node can reach"
         elif meet.what == "placement":
             on, why = "Ray placement group", "the cluster cannot place the requested GPUs"
+        elif meet.what == "front-end":
+            on = "the front-end process (the API server, or the data-parallel head)"
+            why = "it never answered the engine core's handshake: gone, or not at the address the engine was given"
         elif meet.what == "hccl":
             on = f"HCCL {meet.address}" if meet.address else "its HCCL peers"
             why = meet.error or "the HCCL link to it was never established"

@@ -243,6 +243,7 @@ class Rendezvous:
     address: str | None = None
     what: str = "rendezvous"
     """rendezvous (members short), store (unreachable), mesh (gloo ranks), hccl (Ascend's links), placement (Ray),
+    front-end (the engine core's handshake with the API server or the data-parallel head),
     or traceback (only a
     frame through the rendezvous: its ``error`` says which, when the paste kept it)."""
     error: str | None = None

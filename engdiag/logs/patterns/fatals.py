@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from engdiag.logs.events import Failure, NcclWork, Payload, ShmStall, Signal, Timeout
+from engdiag.logs.events import Failure, NcclWork, Payload, Rendezvous, ShmStall, Signal, Timeout
 from engdiag.logs.patterns.base import (
     _EXCEPTION_LINE,
     Builder,
@@ -126,7 +126,16 @@ STALLS_TIMEOUTS_FATALS: tuple[Rule, ...] = (
         _const(Timeout(call="execute_model")),
     ),
     Rule(Signal.ENGINE_READY_TIMEOUT, "Timed out waiting for engine", _c(r"Timed out waiting for engine(?:s to send| core processes to start)")),
-    Rule(Signal.ENGINE_READY_TIMEOUT, "Did not receive response from front-end", _c(r"Did not receive response from front-end process")),
+    # elastic expert parallelism scaling up (0.11–0.14 core_client.py _scale_up_elastic_ep): "Timed out waiting for
+    # new engines to send initial message on input socket." — the new engine cores' start-up, as at launch
+    Rule(Signal.ENGINE_READY_TIMEOUT, "Timed out waiting for new engines", _c(r"Timed out waiting for new engines to send")),
+    # the engine core's own handshake (v1/engine/core.py, every V1 release): "Did not receive response from front-end
+    # process within 5 minutes" — the engine core waited on the API server or the data-parallel head, which never
+    # answered: gone, or not at the address it was given (a headless node's --data-parallel-address); no start-up
+    # work of the engine's own was cut off
+    Rule(Signal.RENDEZVOUS_FAILED, "Did not receive response from front-end",
+         _c(r"Did not receive response from front-end process(?: within (?P<m>\d+) minutes)?"),
+         lambda m, t: [Rendezvous(limit_s=60 * int(m["m"] or 5), what="front-end")]),
     Rule(Signal.ENGINE_FATAL, "EngineCore encountered a fatal error", _c(r"EngineCore encountered a fatal error"), _failure("busy loop")),
     # early V1 (0.7.x–0.8.4): "EngineCore hit an exception: %s" v1/engine/core.py:291 (0.7.3), :387 (0.8.4)
     Rule(Signal.ENGINE_FATAL, "EngineCore hit an exception", _c(r"EngineCore hit an exception"), _failure("busy loop")),

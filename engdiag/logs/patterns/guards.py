@@ -103,10 +103,12 @@ GUARDS: tuple[Rule, ...] = (
     # ``startup_future.result(timeout=startup_timeout)`` (omni-qwen3-omni-perf-ci-orchestrator-startup-timeout),
     # and the older "[Orchestrator] Initialization timeout: 0/1 stages ready" (omni.py;
     # omni-diffusion-stage-init-timeout-during-hf-download).  Each stage was still starting.
+    # (vLLM 0.34's own "Weight cache daemon …" and "Mooncake sender listener did not become ready within …" are its
+    # helpers', not a platform's start-up guard)
     Rule(
         Signal.EXTERNAL_GUARD,
-        "did not become ready within",
-        _c(r"did not become ready within (?P<s>[\d.]+) ?s"),
+        "Orchestrator did not become ready within",
+        _c(r"Orchestrator did not become ready within (?P<s>[\d.]+) ?s"),
         lambda m, t: [Timeout(call="server start-up", limit_s=_f(m["s"]), guard="platform")],
     ),
     Rule(

@@ -8,12 +8,14 @@ Each wording was read in the source of the release that prints it; the comment n
 from __future__ import annotations
 
 from engdiag.logs.events import Signal, Timeout
-from engdiag.logs.patterns.base import Rule, _c, _i
+from engdiag.logs.patterns.base import Rule, _c, _const, _i
 
 NIXL_LEASE = "nixl-lease"
 """The guard of the KV blocks a prefill instance holds for its decode side (NixlConnector)."""
 MOONCAKE_HOLD = "mooncake-hold"
 """The same guard in the MooncakeConnector (VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT)."""
+MOONCAKE_LEASE = "mooncake-lease"
+"""The MooncakeConnector's lease on those blocks, when leases are on (0.34: kv_lease_duration)."""
 
 POOL_SHORT = _c(r"available_size\(\)=(?P<free>\d+) < need_size=(?P<need>\d+)")
 """kvcached's pool, short of blocks: how many were free, how many the step needed."""
@@ -53,6 +55,20 @@ KV_TRANSFER: tuple[Rule, ...] = (
     Rule(Signal.KV_LEASE_EXPIRED, "Force freed expired request",
          _c(r"Force freed expired request: \S+? Reason: (?:Request )?exceeded timeout(?: threshold)? \((?P<s>\d+) seconds\)"),
          lambda m, t: [Timeout(call="the KV blocks held for the decode side", limit_s=_i(m["s"]), guard=MOONCAKE_HOLD)]),
+    # upstream vLLM's MooncakeConnector for the same events (mooncake_connector.py, read in 0.14 and 0.34): "Request
+    # %s timed out after %d seconds without being sent. Freeing its blocks on the producer side.", the decode side
+    # told "Request %s expired before sending on P side.", with leases on (0.34) "KV lease of request %s expired
+    # before the decoder pulled it. …", and the decode side reading late: "Requests %s were pulled after their KV
+    # expired on P side."
+    Rule(Signal.KV_LEASE_EXPIRED, "seconds without being sent",
+         _c(r"timed out after (?P<s>\d+) seconds without being sent\. Freeing its blocks"),
+         lambda m, t: [Timeout(call="the KV blocks held for the decode side", limit_s=_i(m["s"]), guard=MOONCAKE_HOLD)]),
+    Rule(Signal.KV_LEASE_EXPIRED, "expired before sending on P side", _c(r"expired before sending on P side"),
+         _const(Timeout(call="the KV blocks held for the decode side", guard=MOONCAKE_HOLD))),
+    Rule(Signal.KV_LEASE_EXPIRED, "expired before the decoder pulled it",
+         _c(r"KV lease of request \S+ expired before the decoder pulled it"),
+         _const(Timeout(call="the KV blocks held for the decode side", guard=MOONCAKE_LEASE))),
+    Rule(Signal.KV_READ_LATE, "after their KV expired on P side", _c(r"were pulled after their KV expired on P side")),
     Rule(Signal.KV_READ_LATE, "Potentially invalid KV blocks",
          _c(r"Potentially invalid KV blocks for\s+unrecognized request")),
 )

@@ -149,8 +149,11 @@ WAITS: tuple[Rule, ...] = (
     # vLLM's StatelessProcessGroup.barrier (0.34 distributed/utils.py): every rank sets an arrival key in the
     # TCP store and polls for the others' until "Barrier timed out after %.2f seconds" (or, leaving it,
     # "Barrier departure timed out …"): a member never arrived
-    Rule(Signal.RENDEZVOUS_FAILED, "Barrier ", _c(r"Barrier (?:departure )?timed out after (?P<s>[\d.]+) seconds"),
-         lambda m, t: [Rendezvous(limit_s=float(m["s"]))]),
+    # (0.9.2–0.11 raised it with the format and the number apart: "RuntimeError: ('Barrier timed out after %f
+    # seconds', 300.0)")
+    Rule(Signal.RENDEZVOUS_FAILED, "Barrier ",
+         _c(r"Barrier (?:departure )?timed out after (?:(?P<s>[\d.]+) s|%f s[^\n]*?', (?P<t>[\d.]+)\))"),
+         lambda m, t: [Rendezvous(limit_s=float(m["s"] or m["t"]))]),
     Rule(Signal.RENDEZVOUS_FAILED, "while trying to connect to", _CONNECT_TIMEOUT, lambda m, t: [_unreachable(m)]),
     # torch's TCP store giving up a wait for keys its peers set as they join: "DistStoreError: wait timeout after
     # 1800000ms, keys: /default_pg/0//54//cpu//0/2" (c10d TCPStore::wait) — making a process group, the ranks
