@@ -83,3 +83,11 @@ def test_only_vllm_omnis_orchestrator_is_read_as_a_platforms_start_up_guard(tmp_
     helper = _analysis(tmp_path, "(Worker_TP0 pid=4811) ERROR 07-01 20:30:01 [ipc_loader.py:446] "
                                  "WeightCacheUnavailableError: Weight cache daemon did not become ready within 30s\n")
     assert helper.model.guard is None and "start-up" not in helper.verdict.headline
+
+
+def test_a_nixl_hold_at_its_old_default_is_no_shortened_guard(tmp_path):
+    """VLLM_NIXL_ABORT_REQUEST_TIMEOUT was 120 s in 0.11 (480 s from 0.14): its seconds alone say nothing shortened."""
+    verdict = _verdict(tmp_path, "(Worker_TP0 pid=4811) WARNING 07-01 20:30:01 [nixl_connector.py:1916] Releasing "
+                                 "expired KV blocks for request cmpl-1 which were retrieved by 0 decode worker(s) "
+                                 "within 120 seconds.\n")
+    assert verdict.kind.value == "unknown" and "within 120 s" in verdict.headline

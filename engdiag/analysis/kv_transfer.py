@@ -109,16 +109,18 @@ def held_for_decode(facts: Facts) -> Verdict | None:
 
 
 _HOLD_DEFAULT_S = 480
-"""VLLM_NIXL_ABORT_REQUEST_TIMEOUT's and VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT's default (vllm/envs.py)."""
+"""VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT's default (vllm/envs.py, 0.11–0.34), and VLLM_NIXL_ABORT_REQUEST_TIMEOUT's
+from 0.14 (120 s in 0.11)."""
 
 
 def _hold_step(draft: Draft, expired: Event, limit: float) -> None:
     """The environment variable behind a hold that names its seconds, raised to cover the decode side's queueing."""
     data = expired.data
-    knob = ("VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT" if isinstance(data, Timeout) and data.guard == MOONCAKE_HOLD
-            else "VLLM_NIXL_ABORT_REQUEST_TIMEOUT")
+    mooncake = isinstance(data, Timeout) and data.guard == MOONCAKE_HOLD
+    knob = "VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT" if mooncake else "VLLM_NIXL_ABORT_REQUEST_TIMEOUT"
+    default = f"{_HOLD_DEFAULT_S} s" if mooncake else f"{_HOLD_DEFAULT_S} s from 0.14, 120 s in 0.11"
     draft.step(f"hold the KV blocks longer than the decode side's queueing: on the prefill instance, {knob} above "
-               f"its {limit:g} s (the default is {_HOLD_DEFAULT_S} s)", f"export {knob}={max(_HOLD_DEFAULT_S, 2 * limit):g}")
+               f"its {limit:g} s (the default: {default})", f"export {knob}={max(_HOLD_DEFAULT_S, 2 * limit):g}")
 
 
 def _lease_step(draft: Draft, expired: Event) -> None:
@@ -163,8 +165,10 @@ def hold_set_short(facts: Facts) -> Verdict | None:
 
     Freeing the blocks is the guard firing, not the decode side failing: at a quarter of the default or less, a
     decode side that queues requests under load pulls later than the hold (mooncake-kv-lease-force-free-dirty-kv).
+    Mooncake's hold only: NIXL's default was 120 s in 0.11 and 480 s from 0.14, so its printed seconds alone do
+    not say whether someone shortened it.
     """
-    short = [e for e in facts.t.of(Signal.KV_LEASE_EXPIRED) if isinstance(e.data, Timeout)
+    short = [e for e in facts.t.of(Signal.KV_LEASE_EXPIRED) if isinstance(e.data, Timeout) and e.data.guard == MOONCAKE_HOLD
              and e.data.limit_s is not None and e.data.limit_s * 4 <= _HOLD_DEFAULT_S]
     if not short:
         return None
