@@ -365,7 +365,7 @@ def _ahead(parts: Iterable[tuple[bytes, Sequence[int], bool, bool]], hot: HotSca
     window reads the full way depends on the next one (``HotWindow.keep``), so windows are read one ahead."""
     held: tuple[bytes, Sequence[int], bool, bool, Found | None] | None = None
     for data, starts, cued, colour in parts:
-        found = hot(data) if hot is not None else None
+        found = hot(data, starts) if hot is not None else None
         if held is not None:
             yield (*held, found)
         held = (data, starts, cued, colour, found)
