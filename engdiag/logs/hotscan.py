@@ -162,7 +162,7 @@ def _bits(data: bytes, start: int, end: int) -> int:
 def hot_scan(data: bytes, starts: Sequence[int]) -> tuple[bytes, bytes, bytes, list[tuple[int, int]], int]:
     """Pure-Python ``hot_scan`` (see the module docstring); ``starts``: the window's line starts (int64), which
     number the lines (the C twin walks them instead of searching each newline)."""
-    starts = memoryview(starts).cast("B").cast("q")  # type: ignore[arg-type]
+    offsets = memoryview(starts).cast("B").cast("q")  # type: ignore[arg-type]  # any buffer of int64
     index, kinds, tokens, lists = array("i"), array("B"), array("i"), array("q")
     bad: list[tuple[int, int]] = []
     months = 0
@@ -178,8 +178,8 @@ def hot_scan(data: bytes, starts: Sequence[int]) -> tuple[bytes, bytes, bytes, l
         if not live:
             break
         hit = min(live)
-        number = bisect_right(starts, hit) - 1
-        line = starts[number]
+        number = bisect_right(offsets, hit) - 1
+        line = offsets[number]
         end = data.find(b"\n", hit)
         end = size if end == -1 else end
         bits = _bits(data, line, end)
