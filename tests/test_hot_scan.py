@@ -100,9 +100,15 @@ def _pool() -> list[str]:
 POOL = _pool()
 
 
+def _hot(searches, data: bytes):  # type: ignore[no-untyped-def]
+    """``hot`` of a window, given its line starts as the bulk scanner gives them."""
+    return searches.hot(data, PYTHON.line_starts(data)[0])
+
+
 def _same_searches(data: bytes) -> None:
     assert NATIVE is not None
-    for name in ("hot", "cues", "proc_tags", "line_starts", "colour", "strip_colour"):
+    assert _hot(NATIVE, data) == _hot(PYTHON, data)
+    for name in ("cues", "proc_tags", "line_starts", "colour", "strip_colour"):
         assert getattr(NATIVE, name)(data) == getattr(PYTHON, name)(data), name
 
 
@@ -123,7 +129,7 @@ def test_c_and_python_agree_on_generated_serving(style):
     data = "\n".join(lines).encode()
     _same_searches(data)
     if not (style.compose or style.ray or style.wrap or style.color == "caret"):
-        assert len(PYTHON.hot(data)[0]) // 4 > len(lines) // 3, "request lines should be counted in this shape"
+        assert len(_hot(PYTHON, data)[0]) // 4 > len(lines) // 3, "request lines should be counted in this shape"
 
 
 @needs_native
@@ -134,6 +140,15 @@ def test_c_and_python_agree_on_any_window(lines, cut):
     if cut and len(data) > 3:
         data = data[: len(data) // 2]
     _same_searches(data)
+
+
+@needs_native
+@pytest.mark.parametrize("starts", [[], [1], [0, 0], [0, 9, 5], [0, 18]])
+def test_the_c_hot_scan_refuses_starts_that_cannot_be_the_windows(starts):
+    """It walks the line starts it is given instead of searching each newline: none may lead it out of the data."""
+    assert NATIVE is not None
+    with pytest.raises(ValueError, match="line starts"):
+        NATIVE.hot(b"line one\nline two", array("q", starts))
 
 
 @needs_native
@@ -177,11 +192,11 @@ def test_the_walk_for_cues_finds_a_colour_code_wherever_it_sits(code):
                                  "[1, [2]]", "[1, 2m]", "[1, -2]", "[1\u00e9]"])
 def test_only_token_id_lists_of_digits_commas_and_spaces_are_cut_from_the_literal_search(ids):
     data = RECEIVED.replace("[1, 2, 3]", ids).encode() + b"\n" + ACCESS.encode()
-    found = PYTHON.hot(data)
+    found = _hot(PYTHON, data)
     pure = found[0] != b"" and set(ids[1:-1]) <= set("0123456789, ") and ids != "[]"
     assert (found[5] != b"") == pure, ids
     if NATIVE is not None:
-        assert NATIVE.hot(data) == found
+        assert _hot(NATIVE, data) == found
         assert NATIVE.cut_lists(data, found[5], PYTHON.line_starts(data)[0]) == PYTHON.cut_lists(
             data, found[5], PYTHON.line_starts(data)[0])
 
@@ -312,14 +327,14 @@ def test_the_last_requests_of_each_signal_are_read_the_full_way():
 
 def test_plain_request_lines_are_ok_and_anything_odd_is_not():
     data = f"{RECEIVED}\n{ADDED}\n{ACCESS}".encode()
-    index, kind, tokens, bad, months, lists = PYTHON.hot(data)
+    index, kind, tokens, bad, months, lists = _hot(PYTHON, data)
     assert list(memoryview(index).cast("i")) == [0, 1] and list(kind) == [1, 2]
     assert list(memoryview(tokens).cast("i")) == [3, 0] and bad == [] and months == 1 << 10
     start, end = memoryview(lists).cast("q")
     assert data[start - 1 : end + 1] == b"[1, 2, 3]"
     still_plain = {0, 12, 17}  # no token ids, a non-ASCII prompt, an impossible date: counted all the same
     for number, odd in enumerate(MUTATIONS[:18]):
-        found = PYTHON.hot(f"{odd}\n{ACCESS}".encode())
+        found = _hot(PYTHON, f"{odd}\n{ACCESS}".encode())
         assert (found[0] != b"") == (number in still_plain), odd
         assert (found[3] == []) == (number in still_plain), odd
 

@@ -259,7 +259,7 @@ static PyObject *histogram(PyObject *self, PyObject *arg) {
 }
 
 static PyMethodDef methods[] = {
-    {"hot_scan", hot_scan, METH_O, "Request lines of a window that can be counted (see engdiag/logs/hotscan.py)."},
+    {"hot_scan", hot_scan, METH_VARARGS, "Request lines of a window (and its line starts) that can be counted (see engdiag/logs/hotscan.py)."},
     {"proc_tags", proc_tags, METH_O, "Distinct process tags with a pid, as bulk._TAG.findall finds them."},
     {"cues", cues, METH_O, "(first and last line starts of the lines naming a process the tag search cannot see, or None;\n"
                            "does the window hold a colour code?)"},

@@ -111,7 +111,7 @@ typedef struct {
 } Header;
 
 __attribute__((visibility("hidden"))) int header(const char *p, const char *e, Header *h);
-PyObject *hot_scan(PyObject *self, PyObject *arg);
+PyObject *hot_scan(PyObject *self, PyObject *args);
 PyObject *cues(PyObject *self, PyObject *arg);
 PyObject *proc_tags(PyObject *self, PyObject *arg);
 

@@ -8,6 +8,7 @@ reads the lines the line scanner reads.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable, Iterator, Sequence
 from typing import BinaryIO
 
@@ -17,6 +18,9 @@ Starts = Callable[[bytes], tuple[bytes, int]]
 """data → (line start offsets as int64 bytes, longest line): ``windowscan.line_starts`` or its C twin."""
 Fill = Callable[[Callable[[memoryview], int | None], bytes, int], tuple[bytes | None, bytes, int]]
 """(readinto, carried bytes, size) → (window or None, bytes after it, bytes read): ``_scan.read_window``."""
+
+_ONE_LINE = array("q", [0])
+"""The line starts of a last line without a newline (a buffer, as the C searches take them)."""
 
 
 class Lines(Sequence[bytes]):
@@ -56,7 +60,7 @@ def windows(
                 left -= got
             if not got:
                 if carry:
-                    yield carry, [0]
+                    yield carry, _ONE_LINE
                 return
             if len(carry) > MAX_LINE_BYTES:
                 carry, skipping = carry[:MAX_LINE_BYTES], True
@@ -68,7 +72,7 @@ def windows(
             left -= len(block)
         if not block:
             if carry:
-                yield carry, [0]
+                yield carry, _ONE_LINE
             return
         if skipping:
             newline = block.find(b"\n")

@@ -28,11 +28,12 @@ from __future__ import annotations
 
 import re
 from array import array
-from bisect import bisect_left
-from collections.abc import Callable
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 
-HotScan = Callable[[bytes], tuple[bytes, bytes, bytes, list[tuple[int, int]], int, bytes]]
+HotScan = Callable[[bytes, Sequence[int]], tuple[bytes, bytes, bytes, list[tuple[int, int]], int, bytes]]
+"""(window, its line starts: any buffer of int64) → the result below."""
 
 REC = b"Received request"
 PTI = b"prompt_token_ids: "
@@ -158,8 +159,10 @@ def _bits(data: bytes, start: int, end: int) -> int:
             | (data.find(ADD, start, end) != -1) << 2)
 
 
-def hot_scan(data: bytes) -> tuple[bytes, bytes, bytes, list[tuple[int, int]], int]:
-    """Pure-Python ``hot_scan`` (see the module docstring)."""
+def hot_scan(data: bytes, starts: Sequence[int]) -> tuple[bytes, bytes, bytes, list[tuple[int, int]], int]:
+    """Pure-Python ``hot_scan`` (see the module docstring); ``starts``: the window's line starts (int64), which
+    number the lines (the C twin walks them instead of searching each newline)."""
+    offsets = memoryview(starts).cast("B").cast("q")  # type: ignore[arg-type]  # any buffer of int64
     index, kinds, tokens, lists = array("i"), array("B"), array("i"), array("q")
     bad: list[tuple[int, int]] = []
     months = 0
@@ -175,8 +178,8 @@ def hot_scan(data: bytes) -> tuple[bytes, bytes, bytes, list[tuple[int, int]], i
         if not live:
             break
         hit = min(live)
-        number += data.count(b"\n", line, hit)
-        line = data.rfind(b"\n", 0, hit) + 1
+        number = bisect_right(offsets, hit) - 1
+        line = offsets[number]
         end = data.find(b"\n", hit)
         end = size if end == -1 else end
         bits = _bits(data, line, end)
