@@ -390,8 +390,7 @@ def bulk_scan(stream: BinaryIO, scanner: LineScanner, backend: str, sink: Callab
     hot = run.searches.hot if counted else None
     for data, starts, cued, colour, found_hot, later in _ahead(_cut_at_cues(parts, run.searches), hot):
         window = _Window(data, starts, lineno, before, colour, cued)
-        # until a timed line is read, each window's first one is the input's (or the range's) first time: a first
-        # window of long untimed lines (a progress bar) left it to no one
+        # until a line with a time is read, each window looks for the input's (or the range's) first one
         _scan_window(window, not scanner.timed, scanner, run, sink, count, found_hot, later)
         before = window.pieces(len(starts) - 1)[-1]
         lineno += len(starts)
