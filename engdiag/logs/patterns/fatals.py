@@ -126,9 +126,6 @@ STALLS_TIMEOUTS_FATALS: tuple[Rule, ...] = (
         _const(Timeout(call="execute_model")),
     ),
     Rule(Signal.ENGINE_READY_TIMEOUT, "Timed out waiting for engine", _c(r"Timed out waiting for engine(?:s to send| core processes to start)")),
-    # elastic expert parallelism scaling up (0.11–0.14 core_client.py _scale_up_elastic_ep): "Timed out waiting for
-    # new engines to send initial message on input socket." — the new engine cores' start-up, as at launch
-    Rule(Signal.ENGINE_READY_TIMEOUT, "Timed out waiting for new engines", _c(r"Timed out waiting for new engines to send")),
     # the engine core's own handshake (v1/engine/core.py, every V1 release): "Did not receive response from front-end
     # process within 5 minutes" — the engine core waited on the API server or the data-parallel head, which never
     # answered: gone, or not at the address it was given (a headless node's --data-parallel-address); no start-up
@@ -353,10 +350,12 @@ STALLS_TIMEOUTS_FATALS: tuple[Rule, ...] = (
         _c(r"RayChannelTimeoutError"),
         _const(Timeout(call="execute_model", guard="ray-cgraph")),
     ),
+    # elastic expert parallelism scaling up; 0.11–0.14 core_client.py _scale_up_elastic_ep worded it "Timed out
+    # waiting for new engines to send initial message on input socket."
     Rule(
         Signal.ENGINE_READY_TIMEOUT,
         "Timed out waiting for new engine",
-        _c(r"Timed out waiting for new engine core processes to start(?:\. Waited (?P<s>\d+)s)?"),
+        _c(r"Timed out waiting for new engine(?: core processes to start(?:\. Waited (?P<s>\d+)s)?|s to send)"),
         lambda m, t: [Timeout(call="scale-up handshake", limit_s=_f(m["s"]), guard="engine-ready")],
     ),
     Rule(
