@@ -38,7 +38,8 @@ _HOLD = ("(EngineCore_DP3 pid=546) INFO 08-29 09:12:36 [mooncake_connector.py:19
 def test_a_kv_hold_set_far_below_its_default_is_a_guard_too_tight_for_the_load(tmp_path):
     verdict = _verdict(tmp_path, _HOLD.format(s=10))
     assert verdict.kind.value == "slow" and "within 10 s" in verdict.headline and "480 s default" in verdict.headline
-    assert any(s.command == "export VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT=480" for s in verdict.next_steps)
+    assert any("VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT above its 10 s" in s.text and s.command is None
+               for s in verdict.next_steps)
     # at its default, a decode side that never pulled is no slow queue this rule can vouch for
     assert _verdict(tmp_path, _HOLD.format(s=480)).kind.value != "slow"
 
@@ -56,7 +57,7 @@ AssertionError
 def test_v0_workers_that_returned_different_outputs_are_diverged_ranks(tmp_path):
     verdict = _verdict(tmp_path, _RUN_WORKERS.format(check="assert output == other_output"))
     assert verdict.kind.value == "deadlocked" and "diverged" in verdict.headline
-    assert any(s.command == "pip install -U vllm" for s in verdict.next_steps)
+    assert any(s.text.startswith("upgrade vLLM") for s in verdict.next_steps)
     # another assert in the same function is no divergence
     assert _verdict(tmp_path, _RUN_WORKERS.format(check="assert len(all_outputs) > 0")).kind.value != "deadlocked"
 

@@ -119,16 +119,17 @@ def _hold_step(draft: Draft, expired: Event, limit: float) -> None:
     mooncake = isinstance(data, Timeout) and data.guard == MOONCAKE_HOLD
     knob = "VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT" if mooncake else "VLLM_NIXL_ABORT_REQUEST_TIMEOUT"
     default = f"{_HOLD_DEFAULT_S} s" if mooncake else f"{_HOLD_DEFAULT_S} s from 0.14, 120 s in 0.11"
-    draft.step(f"hold the KV blocks longer than the decode side's queueing: on the prefill instance, {knob} above "
-               f"its {limit:g} s (the default: {default})", f"export {knob}={max(_HOLD_DEFAULT_S, 2 * limit):g}")
+    # no number to export: the decode side's worst queueing, which sets it, is in its own log, not this one
+    draft.step(f"hold the KV blocks longer than the decode side's queueing: on the prefill instance, raise {knob} "
+               f"above its {limit:g} s (the default: {default}) to the decode side's worst queueing time")
 
 
 def _lease_step(draft: Draft, expired: Event) -> None:
     """The setting behind a hold that does not name its seconds: the connector's lease, or its environment variable."""
     guard = expired.data.guard if isinstance(expired.data, Timeout) else None
     if guard == MOONCAKE_HOLD:
-        draft.step("hold the KV blocks longer than the decode side's queueing (on the prefill instance; the default "
-                   f"is {_HOLD_DEFAULT_S} s)", f"export VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT={2 * _HOLD_DEFAULT_S}")
+        draft.step("hold the KV blocks longer than the decode side's queueing: on the prefill instance, raise "
+                   f"VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT ({_HOLD_DEFAULT_S} s by default) to its worst queueing time")
         return
     # the prefill side's role: MooncakeConnector's producer (0.34 mooncake_connector.py), NIXL's both
     connector, role = ("MooncakeConnector", "kv_producer") if guard == MOONCAKE_LEASE else ("NixlConnector", "kv_both")

@@ -39,7 +39,7 @@ def _comm_steps(draft: Draft, event: Event) -> None:
     if signal is Signal.COLLECTIVE_MISMATCH and isinstance(event.data, Peer) and event.data.detail == DIVERGED_OUTPUTS:
         draft.step("upgrade vLLM: later releases sample on the driver rank alone and broadcast its tokens, so ranks "
                    "cannot disagree (the check that failed here, '# Make sure all workers have the same results.', "
-                   "is gone with them)", "pip install -U vllm")
+                   "is gone with them)")
         draft.step("until then, the same requests on one GPU (tensor-parallel size 1) have no second rank to "
                    "disagree with", "--tensor-parallel-size 1")
     elif signal is Signal.COLLECTIVE_MISMATCH:
