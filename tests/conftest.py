@@ -52,6 +52,19 @@ def run_engdiag(*args: str, input: bytes | None = None, timeout: float = 60, env
     )
 
 
+def analysis_of(tmp_path: Path, text: str):
+    """What `analyze` makes of a log fragment: the boundary tests' one way in."""
+    from engdiag.analysis.analyze import analyze
+
+    path = tmp_path / "fragment.log"
+    path.write_text(text)
+    return analyze([str(path)])
+
+
+def verdict_of(tmp_path: Path, text: str):
+    return analysis_of(tmp_path, text).verdict
+
+
 def write_log(path: Path, lines: Iterable[str]) -> Path:
     path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     return path

@@ -5,13 +5,7 @@ from __future__ import annotations
 from engdiag.analysis.analyze import analyze
 from engdiag.logs.lines import pieces
 from engdiag.logs.tags import process_tag
-
-
-def _verdict(tmp_path, text: str):
-    path = tmp_path / "fragment.log"
-    path.write_text(text)
-    return analyze([str(path)]).verdict
-
+from tests.conftest import verdict_of
 
 _DUMP = """\
 Process 4242: VLLM::EngineCore
@@ -25,14 +19,14 @@ Thread 4242 (active+gil): "MainThread"
 
 
 def test_a_captured_thread_waiting_on_a_device_event_is_a_device_not_finishing(tmp_path):
-    verdict = _verdict(tmp_path, _DUMP.format(frame="from_ipc_handle"))
+    verdict = verdict_of(tmp_path, _DUMP.format(frame="from_ipc_handle"))
     assert verdict.kind.value == "deadlocked" and "from_ipc_handle" in verdict.headline
     assert "second capture" in (verdict.undecided or "")
-    assert _verdict(tmp_path, _DUMP.format(frame="synchronize")).kind.value == "deadlocked"
+    assert verdict_of(tmp_path, _DUMP.format(frame="synchronize")).kind.value == "deadlocked"
 
 
 def test_the_same_frame_in_an_exceptions_traceback_is_where_it_raised_not_a_wait(tmp_path):
-    verdict = _verdict(tmp_path, """\
+    verdict = verdict_of(tmp_path, """\
 ERROR 08-04 06:53:21 [core.py:700] Traceback (most recent call last):
 ERROR 08-04 06:53:21 [core.py:700]   File "/x/torch/cuda/streams.py", line 197, in synchronize
 ERROR 08-04 06:53:21 [core.py:700]     super().synchronize()
@@ -44,7 +38,7 @@ ERROR 08-04 06:53:21 [core.py:700] RuntimeError: CUDA error: an illegal memory a
 def test_tokens_after_the_capture_mean_the_wait_ended(tmp_path):
     stats = ("INFO 08-04 06:54:21 [loggers.py:123] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation "
              "throughput: 41.0 tokens/s, Running: 2 reqs, Waiting: 0 reqs, GPU KV cache usage: 3.0%\n")
-    assert _verdict(tmp_path, _DUMP.format(frame="synchronize") + stats).kind.value != "deadlocked"
+    assert verdict_of(tmp_path, _DUMP.format(frame="synchronize") + stats).kind.value != "deadlocked"
 
 
 _HCCL = """\
@@ -57,14 +51,14 @@ notify_id=671, timeout=204s.
 
 
 def test_ascends_notify_wait_timeout_is_a_collective_that_never_completed_and_comes_first(tmp_path):
-    verdict = _verdict(tmp_path, _HCCL.format(what="notify wait timeout occurred during task execution"))
+    verdict = verdict_of(tmp_path, _HCCL.format(what="notify wait timeout occurred during task execution"))
     assert verdict.kind.value == "deadlocked"
     root = verdict.evidence[0]
     assert root.role.value == "root cause" and "notify wait timeout" in root.text and root.line == 3
 
 
 def test_another_device_error_is_no_notify_wait(tmp_path):
-    assert _verdict(tmp_path, _HCCL.format(what="aicpu exception occurred during task execution")).kind.value != "deadlocked"
+    assert verdict_of(tmp_path, _HCCL.format(what="aicpu exception occurred during task execution")).kind.value != "deadlocked"
 
 
 def test_the_plog_stamp_gives_its_line_a_time_and_a_level():
@@ -88,12 +82,12 @@ ERROR 08-21 07:45:43 [core.py:700]     return self._call_impl(*args, **kwargs)
 
 
 def test_the_sampler_warm_ups_raise_e_carries_no_out_of_memory(tmp_path):
-    verdict = _verdict(tmp_path, _SAMPLER.format(statement="raise e"))
+    verdict = verdict_of(tmp_path, _SAMPLER.format(statement="raise e"))
     assert verdict.kind.value != "fragmented"
 
 
 def test_a_forward_traceback_cut_before_its_error_still_reads_as_memory(tmp_path):
-    verdict = _verdict(tmp_path, _SAMPLER.format(statement="output = self._sample(logits)"))
+    verdict = verdict_of(tmp_path, _SAMPLER.format(statement="output = self._sample(logits)"))
     assert verdict.kind.value == "fragmented"
 
 
@@ -115,14 +109,14 @@ INFO 10-02 08:07:20 weight_utils.py:242] Using model weights format ['*.safetens
 
 
 def test_a_load_that_began_and_never_reported_its_end_is_where_the_log_stops(tmp_path):
-    verdict = _verdict(tmp_path, _LOAD)
+    verdict = verdict_of(tmp_path, _LOAD)
     assert verdict.kind.value == "unknown" and "weight loading running" in verdict.headline
     assert verdict.evidence and verdict.evidence[0].line in (2, 3)  # a rank's start of loading
 
 
 def test_a_load_that_reported_its_end_is_not_still_running(tmp_path):
     done = "INFO 10-02 08:09:20 model_runner.py:1025] Loading model weights took 57.2 GB\n"
-    assert "weight loading running" not in _verdict(tmp_path, _LOAD + done).headline
+    assert "weight loading running" not in verdict_of(tmp_path, _LOAD + done).headline
 
 
 _OMNI = """\
@@ -132,13 +126,13 @@ ERROR 05-14 19:21:15 [kv_transfer_manager.py:1116] Timeout waiting for KV cache 
 
 
 def test_a_stage_that_never_got_a_requests_kv_waited_on_the_stage_before(tmp_path):
-    verdict = _verdict(tmp_path, _OMNI.format(request="img_edit-ac7be4b5a8295c04"))
+    verdict = verdict_of(tmp_path, _OMNI.format(request="img_edit-ac7be4b5a8295c04"))
     assert verdict.kind.value == "deadlocked" and "stage before" in verdict.headline
     assert "stage before's log" in (verdict.undecided or "")
 
 
 def test_the_profile_runs_dummy_request_waits_on_no_one(tmp_path):
-    assert _verdict(tmp_path, _OMNI.format(request="dummy_req_id")).kind.value != "deadlocked"
+    assert verdict_of(tmp_path, _OMNI.format(request="dummy_req_id")).kind.value != "deadlocked"
 
 
 _DEATH = """\
@@ -151,11 +145,11 @@ Capturing CUDA graphs (mixed prefill-decode, PIECEWISE):   2%|▏         | 2/83
 
 
 def test_the_api_server_dying_while_start_up_advances_is_its_wait_giving_up(tmp_path):
-    assert _verdict(tmp_path, _DEATH.format(proc="ApiServer_5")).kind.value == "slow"
+    assert verdict_of(tmp_path, _DEATH.format(proc="ApiServer_5")).kind.value == "slow"
 
 
 def test_the_engine_core_dying_while_start_up_advances_is_the_work_failing(tmp_path):
-    verdict = _verdict(tmp_path, _DEATH.format(proc="EngineCore_DP0"))
+    verdict = verdict_of(tmp_path, _DEATH.format(proc="EngineCore_DP0"))
     assert verdict.kind.value != "slow"
 
 
@@ -165,12 +159,12 @@ _HSA = (":0:rocdevice.cpp            :3675: 2139490044663 us:  Callback: Queue 0
 
 
 def test_hips_aperture_violation_is_amds_illegal_memory_access(tmp_path):
-    verdict = _verdict(tmp_path, _HSA.format(status="HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION"))
+    verdict = verdict_of(tmp_path, _HSA.format(status="HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION"))
     assert verdict.kind.value == "crashed"
 
 
 def test_another_queue_error_is_not_read_as_that_fault(tmp_path):
-    assert _verdict(tmp_path, _HSA.format(status="HSA_STATUS_ERROR_OUT_OF_RESOURCES")).kind.value != "crashed"
+    assert verdict_of(tmp_path, _HSA.format(status="HSA_STATUS_ERROR_OUT_OF_RESOURCES")).kind.value != "crashed"
 
 
 def test_the_notify_waits_printed_limit_is_the_guards_limit(tmp_path):

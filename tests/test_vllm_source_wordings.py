@@ -3,18 +3,7 @@ its line.  No corpus incident carries them yet: the wordings are the source's, t
 
 from __future__ import annotations
 
-from engdiag.analysis.analyze import analyze
-
-
-def _analysis(tmp_path, text: str):
-    path = tmp_path / "fragment.log"
-    path.write_text(text)
-    return analyze([str(path)])
-
-
-def _verdict(tmp_path, text: str):
-    return _analysis(tmp_path, text).verdict
-
+from tests.conftest import analysis_of, verdict_of
 
 _P = "(Worker_TP0 pid=4811) WARNING 07-01 20:30:01 [mooncake_connector.py:{n}] {msg}\n"
 
@@ -22,26 +11,26 @@ _P = "(Worker_TP0 pid=4811) WARNING 07-01 20:30:01 [mooncake_connector.py:{n}] {
 def test_upstream_mooncake_freeing_unsent_blocks_is_the_kv_hold_firing(tmp_path):
     short = _P.format(n=2564, msg="Request cmpl-7f-0 timed out after 30 seconds without being sent. Freeing its "
                                   "blocks on the producer side.")
-    verdict = _verdict(tmp_path, short)
+    verdict = verdict_of(tmp_path, short)
     assert verdict.kind.value == "slow" and "within 30 s" in verdict.headline
     # at its 480 s default the same line cannot tell a late decode side from a gone one
-    default = _verdict(tmp_path, short.replace("after 30 seconds", "after 480 seconds"))
+    default = verdict_of(tmp_path, short.replace("after 30 seconds", "after 480 seconds"))
     assert default.kind.value == "unknown" and "decode instance" in (default.undecided or "")
 
 
 def test_a_mooncake_lease_that_expired_is_slow_only_when_the_decode_side_read_late(tmp_path):
     expired = _P.format(n=2571, msg="KV lease of request cmpl-7f-0 expired before the decoder pulled it. Freeing its "
                                     "blocks on the producer side.")
-    alone = _verdict(tmp_path, expired)
+    alone = verdict_of(tmp_path, expired)
     assert alone.kind.value == "unknown"
-    late = _verdict(tmp_path, expired + _P.format(n=1854, msg="Requests cmpl-7f-0 were pulled after their KV expired "
+    late = verdict_of(tmp_path, expired + _P.format(n=1854, msg="Requests cmpl-7f-0 were pulled after their KV expired "
                                                                 "on P side."))
     assert late.kind.value == "slow"
     assert any(s.command and '"MooncakeConnector", "kv_role": "kv_producer"' in s.command for s in late.next_steps)
 
 
 def test_a_nixl_lease_released_alone_is_no_healthy_log(tmp_path):
-    verdict = _verdict(tmp_path, "(Worker_TP0 pid=4811) WARNING 07-01 20:30:01 [base_worker.py:3439] Releasing expired "
+    verdict = verdict_of(tmp_path, "(Worker_TP0 pid=4811) WARNING 07-01 20:30:01 [base_worker.py:3439] Releasing expired "
                                  "KV blocks for request cmpl-1 which were retrieved by 0 remote worker(s) before lease "
                                  "expired.\n")
     assert verdict.kind.value == "unknown" and "freed KV blocks" in verdict.headline
@@ -51,43 +40,43 @@ def test_the_barrier_timeout_raised_with_its_number_apart_is_read_with_its_limit
     """0.9.2–0.11 raised ("Barrier timed out after %f seconds", timeout): the log shows the tuple."""
     tail = ('Traceback (most recent call last):\n  File "/x/vllm/distributed/utils.py", line 281, in barrier\n'
             "RuntimeError: {msg}\n")
-    result = _analysis(tmp_path, tail.format(msg="('Barrier timed out after %f seconds', 300.0)"))
+    result = analysis_of(tmp_path, tail.format(msg="('Barrier timed out after %f seconds', 300.0)"))
     assert result.verdict.kind.value == "deadlocked"
     assert [w.seconds for w in result.model.waits] == [300.0]
-    assert _verdict(tmp_path, tail.format(msg="Barrier timed out after 300.00 seconds")).kind.value == "deadlocked"
+    assert verdict_of(tmp_path, tail.format(msg="Barrier timed out after 300.00 seconds")).kind.value == "deadlocked"
 
 
 def test_new_engines_of_an_elastic_scale_up_are_read_as_engines_starting(tmp_path):
     tail = ('Traceback (most recent call last):\n  File "/x/vllm/v1/engine/core_client.py", line 1349, in {f}\n'
             "TimeoutError: Timed out waiting for {who} to send initial message on input socket.\n")
-    scale_up = _verdict(tmp_path, tail.format(f="_scale_up_elastic_ep", who="new engines"))
-    launch = _verdict(tmp_path, tail.format(f="wait_for_engine_startup", who="engines"))
+    scale_up = verdict_of(tmp_path, tail.format(f="_scale_up_elastic_ep", who="new engines"))
+    launch = verdict_of(tmp_path, tail.format(f="wait_for_engine_startup", who="engines"))
     assert scale_up.kind == launch.kind and scale_up.kind.value != "unknown"
 
 
 def test_the_engine_core_waiting_on_the_front_end_is_a_party_that_never_answered(tmp_path):
     line = ("(EngineCore_DP1 pid=4750) RuntimeError: Did not receive response from front-end process within 5 "
             "minutes\n")
-    verdict = _verdict(tmp_path, line)
+    verdict = verdict_of(tmp_path, line)
     assert verdict.kind.value == "deadlocked" and "front-end" in verdict.headline
     assert "still starting" not in verdict.headline  # not the API server giving up on a slow engine
     assert any(s.command and s.command.startswith('nc -vz "${DATA_PARALLEL_ADDRESS:?') for s in verdict.next_steps)
 
 
 def test_only_vllm_omnis_orchestrator_is_read_as_a_platforms_start_up_guard(tmp_path):
-    omni = _analysis(tmp_path, "(APIServer pid=70993) ERROR 05-29 08:37:38 [async_omni_engine.py:1148] TimeoutError: "
+    omni = analysis_of(tmp_path, "(APIServer pid=70993) ERROR 05-29 08:37:38 [async_omni_engine.py:1148] TimeoutError: "
                                "Orchestrator did not become ready within 600s\n")
     assert omni.model.guard is not None and omni.model.guard.name == "platform start-up timeout"
     assert omni.model.guard.limit_s == 600
     # vLLM 0.34's own helpers waiting on a daemon they started: no launcher's limit (it read "allowed 30 s")
-    helper = _analysis(tmp_path, "(Worker_TP0 pid=4811) ERROR 07-01 20:30:01 [ipc_loader.py:446] "
+    helper = analysis_of(tmp_path, "(Worker_TP0 pid=4811) ERROR 07-01 20:30:01 [ipc_loader.py:446] "
                                  "WeightCacheUnavailableError: Weight cache daemon did not become ready within 30s\n")
     assert helper.model.guard is None and "start-up" not in helper.verdict.headline
 
 
 def test_a_nixl_hold_at_its_old_default_is_no_shortened_guard(tmp_path):
     """VLLM_NIXL_ABORT_REQUEST_TIMEOUT was 120 s in 0.11 (480 s from 0.14): its seconds alone say nothing shortened."""
-    verdict = _verdict(tmp_path, "(Worker_TP0 pid=4811) WARNING 07-01 20:30:01 [nixl_connector.py:1916] Releasing "
+    verdict = verdict_of(tmp_path, "(Worker_TP0 pid=4811) WARNING 07-01 20:30:01 [nixl_connector.py:1916] Releasing "
                                  "expired KV blocks for request cmpl-1 which were retrieved by 0 decode worker(s) "
                                  "within 120 seconds.\n")
     assert verdict.kind.value == "unknown" and "within 120 s" in verdict.headline
