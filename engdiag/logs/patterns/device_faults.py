@@ -56,6 +56,20 @@ DEVICE_FAULTS: tuple[Rule, ...] = (
     Rule(Signal.CUDA_ERROR, "Cuda failure ",
          _c(r"Cuda failure (?:\d+ )?'(?!out of memory')(?P<e>[^'\n]{1,160})'"),
          lambda m, t: [Failure(name=f"CUDA error in NCCL: {m['e']}")]),
+    # CUTLASS's TMA copy set-up (cute's copy_traits_sm90_tma.hpp) when cuTensorMapEncodeTiled fails: it prints
+    # the descriptor, "Error: Failed to initialize the TMA descriptor 700" (the CUresult: 1 an invalid value,
+    # 700 an illegal address already sticky on the context) and asserts — a kernel library's device-side set-up
+    # failing, in DeepGEMM, FlashMLA and FlashInfer builds (dsv4-flashmla-sparse-prefill-tma-assert;
+    # qwen3-vl-235b-fp8-deepgemm-tma-descriptor-700, mid-traffic)
+    Rule(Signal.CUDA_ERROR, "Failed to initialize the TMA descriptor",
+         _c(r"Failed to initialize the TMA descriptor(?:, error code:)? (?P<code>\d+)"),
+         lambda m, t: [Failure(name=f"TMA descriptor set-up failed in a CUTLASS kernel (CUresult {m['code']})")]),
+    # a driver-API call that failed, as DeepGEMM's and torch's checks word it: "RuntimeError: CUDA driver error
+    # (…/jit/handle.hpp:154): 800 (CUDA_ERROR_NOT_PERMITTED, …)", "CUDA driver error: device not ready"
+    # (deepgemm-jit-not-permitted-graph-capture: a kernel loaded during graph capture;
+    # wsl2-marlin-repack-device-not-ready-expandable-segments)
+    Rule(Signal.CUDA_ERROR, "CUDA driver error", _c(r"CUDA driver error\b(?![^\n]{0,200}(?:out of memory|OUT_OF_MEMORY))"),
+         _const(Failure(name="CUDA driver error"))),
     # Intel's xe kernel driver timing out a GPU job and resetting the engine that ran it ("xe 0000:04:00.0: [drm]
     # Tile0: GT0: Timedout job: seqno=1, … in VLLM::EngineCor…", "Engine reset: engine_class=ccs"): the device
     # hung on the work and the process lost its context (xpu-b70-mtp2-160k-xe-ccs-engine-reset, dmesg)
