@@ -4,8 +4,7 @@ Prompt and output text are masked first (``engdiag.redact.mask``), so a signal
 is never read from inside user data and prompt text never reaches an event
 (unless ``show_prompts``).  A record yields events only if one of its kept
 pieces holds a rule literal on its own (after masking), as the bulk scanner's
-literal search sees lines — or if a paste cut one of its lines at its wrap width
-(``engdiag.logs.paste``; such inputs are read line by line).
+literal search sees lines.
 """
 
 from __future__ import annotations
@@ -130,8 +129,8 @@ def extract(
     """The events of one record (none if it is not relevant)."""
     masks = _piece_masks(record)
     found = [_literals(masked.text) for masked in masks]
-    if not any(found) and not any(piece.cut for piece in record.pieces):
-        return []  # a paste's wrap may cut a literal in two: such a record is read whole (no bulk search)
+    if not any(found):
+        return []
     builder = _Builder(record, masks, inherited, place, show_prompts)
     events = _special(builder)
     text = builder.text

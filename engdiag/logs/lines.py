@@ -122,8 +122,6 @@ class Piece:
     repeat: int = 1
     width: int = 0
     """Length of the physical line, used to recognise hard wraps."""
-    cut: bool = False
-    """The physical line is exactly as wide as the paste cut every long line (``engdiag.logs.paste``)."""
 
     @property
     def header(self) -> tuple[object, ...] | None:

@@ -18,9 +18,9 @@ together, at least three of them); a blank line beyond the doubled one still end
 
 A paste that a terminal or a paste box cut at one width shows it as lines piled up at exactly that width,
 each followed by the rest of its line; the rest may start with anything (``OpType=_ALLGATHER_BA`` |
-``SE, NumelIn=…``), so a line of that width is marked ``cut`` and ``records.joins`` continues it on the
-next bare line.  Such pastes are read line by line (``extract`` searches a record with a cut line whole:
-the cut may fall inside a rule's literal).
+``SE, NumelIn=…``).  Such pastes are read line by line, and a row of that width is joined to the next row
+that can be its rest (``rest_of``) before either is cut into pieces: the cut may fall inside a rule's literal
+or a header (``INFO 08-09 0`` | ``3:02:26 metrics.py:406]``).
 
 A search over several files (``grep -r``, ``grep -n``) puts the name of each line's file, and its line number,
 before the line (``vllm_p3.log:(Worker_DP3_TP1_EP25 pid=649) ERROR 08-29 …``): left there, it hides the
@@ -41,12 +41,12 @@ import io
 import os
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
 from engdiag.logs.inputs import decode_line
-from engdiag.logs.lines import Piece, Shape, clocks, pieces
+from engdiag.logs.lines import Shape, clocks, pieces
 from engdiag.logs.unzip import CHUNK, Converted, Prepended, read_head
 
 HEAD_BYTES = 64 << 10
@@ -116,7 +116,8 @@ def paste_of(head: bytes, whole: bool) -> Paste:
     if grep:
         own = [line[m.end():] if (m := _GREP.match(line)) else line for line in own]
     text = [decode_line(line) for line in own]
-    return Paste(indent, _double_spaced(lines), _wrap_width(text), _clock_skew(text), grep, _call_trace(own))
+    wrap = _wrap_width(text)
+    return Paste(indent, _double_spaced(lines), wrap, _clock_skew(_rejoined(text, wrap)), grep, _call_trace(own))
 
 
 def _call_trace(lines: list[bytes]) -> bool:
@@ -181,11 +182,34 @@ def _wrap_width(lines: list[str]) -> int | None:
     return widest if 2 * tails > len(cut) else None
 
 
-def cut_at(found: list[Piece], wrap: int | None) -> list[Piece]:
-    """A physical line's pieces, its last marked ``cut`` when the line is exactly the paste's wrap width."""
-    if wrap is None or not found or found[-1].width != wrap:
-        return found
-    return [*found[:-1], replace(found[-1], cut=True)]
+def _rejoined(rows: list[str], wrap: int | None) -> list[str]:
+    """The head's lines as they were before the paste cut them at ``wrap``: a wrapped line's two stamps may
+    fall on two rows (ci-llava-image-embeds-slow-shard-load-timeout, cut at 120 columns)."""
+    if wrap is None:
+        return rows
+    lines: list[str] = []
+    cut = False
+    for row in rows:
+        rest = rest_of(row) if cut else None
+        if rest is not None:
+            lines[-1] += rest
+        else:
+            lines.append(row)
+        cut = len(row) == wrap
+    return lines
+
+
+def rest_of(row: str) -> str | None:
+    """This row as the rest of a row the paste cut at its width, without the prefix the paste put before every
+    row (a quote's ``> ``); None where it opens a line of its own: a header, a process's prefix, a full date, a
+    blank."""
+    first = pieces(row, 0)[0]
+    if first.shape is not Shape.BARE or first.proc is not None or not first.msg.strip():
+        return None
+    start = row.find(first.msg)
+    rest = row[start:] if start >= 0 else row
+    # an indented row may be a rest: the cut fell before two spaces (``…949]            `` | ``  ^^^^^^^``)
+    return None if _OWN_HEADER.match(rest) else rest
 
 
 def _double_spaced(lines: list[bytes]) -> bool:

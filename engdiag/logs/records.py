@@ -3,14 +3,14 @@
 Whether a piece continues the record before it depends only on that piece and
 the one before (``joins``).  Keeping the rule local is what lets the bulk scanner
 find a record's start and end around a match without reading the whole log, and
-still build exactly the records the line-by-line path builds.  The one exception,
-a paste cut at one width (``rejoined``), is only ever read line by line.
+still build exactly the records the line-by-line path builds.  A paste cut at one width
+has its rows joined into lines before they are cut into pieces (``LineScanner``).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import Enum
 
 from engdiag.logs.lines import Piece, Shape
@@ -66,8 +66,6 @@ def joins(prev: Piece, cur: Piece) -> Join | None:
     """How ``cur`` continues the record that ``prev`` belongs to, if it does."""
     if cur.shape in _OWN_RECORD:
         return None
-    if prev.cut and cur.shape is Shape.BARE and cur.proc is None and cur.msg.strip():
-        return Join.WRAP  # the paste cut every long line at this width: what follows is the rest of it
     if prev.shape in _OWN_RECORD:
         # a paste cut at a fixed width splits glog lines too ("WorkNCCL(SeqNum=385" | "6, OpType=…":
         # openrlhf-vllm-weight-sync-group-docker-bridge-ip-unreachable); a tail that starts a word may be a
@@ -103,17 +101,6 @@ def _open_call(prev: Piece, cur: Piece) -> bool:
     msg = prev.msg.rstrip()
     return (cur.shape is Shape.BARE and cur.proc is None and msg.endswith(",")
             and msg.count("(") > msg.count(")") and not _DATED.match(cur.msg))
-
-
-def rejoined(cut: Piece, tail: Piece) -> Piece:
-    """The line a paste cut at ``cut``'s width, whole again: what the next piece is joined to.
-
-    With the tail as the piece before, a traceback's next line (the same header) could not join the record:
-    every traceback line of a paste wrapped at 120 columns broke it in two (qwen3-moe-fused-experts-oom
-    read unknown so).  Only pastes cut at one width have ``cut`` pieces; they are read line by line, so this
-    one non-local step never meets the bulk scanner's walk with ``joins``.
-    """
-    return replace(cut, msg=cut.msg + tail.msg, width=cut.width + tail.width, cut=tail.cut)
 
 
 def _word_wrapped(prev: Piece, cur: Piece) -> bool:
@@ -198,8 +185,6 @@ class Assembler:
             kind = joins(prev, piece)
             if kind is not None:
                 record.add(piece, kind)
-                if kind is Join.WRAP and prev.cut:
-                    self._prev = rejoined(prev, piece)
                 return None
         self._record = Record(self._source, [piece], [None])
         return record

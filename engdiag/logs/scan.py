@@ -12,7 +12,7 @@ from engdiag.logs.clock import Clock
 from engdiag.logs.events import Event, Proc, Stamp
 from engdiag.logs.extract import extract
 from engdiag.logs.lines import Piece, clocks, pieces
-from engdiag.logs.paste import cut_at
+from engdiag.logs.paste import rest_of
 from engdiag.logs.records import Assembler, Record
 
 
@@ -53,6 +53,8 @@ class LineScanner:
         self._known: tuple[Piece, list[Event]] | None = None
         """A one-piece record fed with its events already read (``feed_known``), placed when it closes."""
         self.wrap: int | None = None
+        self._held: tuple[int, str] | None = None
+        """A row exactly ``wrap`` wide, with its line number, waiting to see whether the next row is its rest."""
         """The width the paste cut every long line at (``engdiag.logs.paste``), once its head has shown it;
         such an input is read line by line (``feed``), never by the bulk scanner."""
         self.skew: int | None = None
@@ -77,11 +79,35 @@ class LineScanner:
     def feed(self, lineno: int, line: str) -> list[Event]:
         """Read one physical line; return the events of any record it completed."""
         self.summary.lines = lineno
+        if self.wrap is None:
+            return self._line(lineno, line)
+        return self._unwrapped(lineno, line)
+
+    def _unwrapped(self, lineno: int, line: str) -> list[Event]:
+        """A paste cut every long line at ``wrap``: a line that wide is held until the next shows whether it is
+        the rest; the rows are read as the one line they were.  Joined only as pieces, a header cut in two
+        (``…17.39it/s]INFO 08-09 0`` | ``3:02:26 metrics.py:406] Avg prompt throughput…``) was never read."""
+        events: list[Event] = []
+        held, self._held = self._held, None
+        row = line
+        if held is not None:
+            rest = rest_of(line)
+            if rest is not None:
+                lineno, line = held[0], held[1] + rest
+            else:
+                events.extend(self._line(*held))
+        if len(row) == self.wrap:
+            self._held = (lineno, line)
+        else:
+            events.extend(self._line(lineno, line))
+        return events
+
+    def _line(self, lineno: int, line: str) -> list[Event]:
         events: list[Event] = []
         found = pieces(line, lineno)
         if self.skew and clocks(line)[0] is None:
             found = [replace(p, stamp=p.stamp.shifted(self.skew)) if p.stamp else p for p in found]
-        for piece in cut_at(found, self.wrap):
+        for piece in found:
             events.extend(self._piece(piece))
         return events
 
@@ -142,15 +168,22 @@ class LineScanner:
             show_prompts=self._show_prompts,
         )
 
+    def _release(self) -> list[Event]:
+        """The row held for its rest, read as it is: no rest came."""
+        held, self._held = self._held, None
+        return self._line(*held) if held is not None else []
+
     def flush(self) -> list[Event]:
         """Close the open record now (a followed log went quiet): its events, without waiting for a next line."""
+        events = self._release()
         record = self._assembler.finish()
-        return self._close(record) if record is not None else []
+        return events + (self._close(record) if record is not None else [])
 
     def finish(self) -> list[Event]:
         """Close the last record and settle the summary's times."""
+        events = self._release()
         record = self._assembler.finish()
-        events = self._close(record) if record is not None else []
+        events += self._close(record) if record is not None else []
         summary = self.summary
         if self._raw_first is not None:
             first = self._raw_first
