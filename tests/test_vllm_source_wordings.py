@@ -80,3 +80,26 @@ def test_a_nixl_hold_at_its_old_default_is_no_shortened_guard(tmp_path):
                                  "expired KV blocks for request cmpl-1 which were retrieved by 0 decode worker(s) "
                                  "within 120 seconds.\n")
     assert verdict.kind.value == "unknown" and "within 120 s" in verdict.headline
+
+
+_TEMPLATE_WARNING = ("(APIServer pid=1) WARNING 12-01 10:00:00 [hf.py:1080] Chat template render timed out — executor "
+                     "pool replaced (1 worker(s)). The stuck thread may continue consuming CPU until the process "
+                     "exits.\n")
+_SERVING = ("(APIServer pid=1) INFO 12-01 10:00:08 [loggers.py:257] Engine 000: Avg prompt throughput: 0.0 tokens/s, "
+            "Avg generation throughput: 38.0 tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache usage: 1.3%, "
+            "Prefix cache hit rate: 0.0%\n")
+
+
+def test_a_chat_template_that_timed_out_rendering_refused_one_request_and_not_the_engine(tmp_path):
+    """0.34's renderers/hf.py: VLLM_CHAT_TEMPLATE_RENDER_TIMEOUT (30 s) guards one request in the API server."""
+    warned = verdict_of(tmp_path, _TEMPLATE_WARNING + _SERVING)
+    assert warned.kind.value == "healthy" and "chat template" in warned.headline
+    assert "VLLM_CHAT_TEMPLATE_RENDER_TIMEOUT" in warned.headline
+    raised = verdict_of(tmp_path, "TimeoutError: Chat template rendering timed out after 45.0s. This may indicate a "
+                                  "malicious or excessively complex template. Adjust VLLM_CHAT_TEMPLATE_RENDER_TIMEOUT "
+                                  "to override.\n")
+    assert raised.kind.value == "healthy" and "after 45 s" in raised.headline  # without it: an unexplained raise
+    # the engine failing too is that failure's verdict, not a refused request's
+    dead = verdict_of(tmp_path, _TEMPLATE_WARNING + "(EngineCore_DP0 pid=2) ERROR 12-01 10:00:09 [core.py:710] "
+                                "RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    assert dead.kind.value == "crashed"

@@ -10,6 +10,9 @@ Domain facts encoded here (docs/verdicts.md, "Benign"):
 * A worker's shared-memory wait while the engine is idle is the worker waiting for
   work (``idle-worker-shm-broadcast-info-benign``); one engine-core wait during
   start-up work is that work.
+* A request's chat template that did not render within VLLM_CHAT_TEMPLATE_RENDER_TIMEOUT (vLLM 0.34's guard
+  in the API server) failed that request alone: the engine never saw it (source wording,
+  tests/test_vllm_source_wordings.py).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from engdiag.analysis.facts import Facts
 from engdiag.analysis.timeline import FATAL, is_progress
 from engdiag.analysis.verdict import Kind, Role, Verdict
 from engdiag.logs.events import Event, Peer, Progress, Signal, Stats, Timeout
+from engdiag.logs.patterns.progress import CHAT_TEMPLATE
 from engdiag.logs.patterns.waits import STORE_LOST
 from engdiag.units import plural
 
@@ -110,6 +114,28 @@ def exit_after_work(facts: Facts) -> Verdict | None:
                   "healthy: the engine core exited after all work finished (a benign message at shutdown)")
     draft.cite(finished[-1] if finished else shutdown, Role.SUPPORTING, "all requests had finished")
     draft.cite(death, Role.CONTEXT, "printed at normal process exit; not a failure")
+    return draft.done()
+
+
+def template_timeout(facts: Facts) -> Verdict | None:
+    """The API server gave up rendering a request's chat template: a refused request, not an engine fault."""
+    refused = [e for e in facts.t.of(Signal.REQUEST_FAILED)
+               if isinstance(e.data, Timeout) and e.data.guard == CHAT_TEMPLATE]
+    if not refused or facts.t.of(*FATAL):
+        return None
+    limit = next((e.data.limit_s for e in refused if isinstance(e.data, Timeout) and e.data.limit_s), None)
+    within = f"{limit:g} s" if limit else "VLLM_CHAT_TEMPLATE_RENDER_TIMEOUT (30 s by default)"
+    draft = Draft(facts, Kind.HEALTHY, 0.6,
+                  f"healthy: the API server gave up rendering a request's chat template after {within} and refused "
+                  "that request; the engine never saw it")
+    draft.cite(refused[0], Role.ROOT_CAUSE, "a guard on one request in the API server, not on the engine")
+    draft.cite(facts.t.last_progress, Role.CONTEXT, "the engine's last work")
+    draft.undecided = ("which request: a very long conversation, or a template that loops on it (the access log's "
+                       "error responses at that time)")
+    draft.step("the render thread that timed out keeps running until the server restarts: if the API server's CPU "
+               "stays high, restart it")
+    draft.step("only for a trusted template and long conversations, raise VLLM_CHAT_TEMPLATE_RENDER_TIMEOUT (seconds) "
+               "on the server")
     return draft.done()
 
 

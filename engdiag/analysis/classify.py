@@ -141,6 +141,7 @@ RULES: tuple[Callable[[Facts], Verdict | None], ...] = (
     phase_rules.long_generation,
     phase_rules.startup_stopped,
     kv_transfer.hold_expired,
+    benign.template_timeout,
     benign.quiet,
 )
 

@@ -11,8 +11,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from engdiag.logs.events import Iteration, Payload, PromptLength, ScheduledTokens, Signal, Stats
+from engdiag.logs.events import Iteration, Payload, PromptLength, ScheduledTokens, Signal, Stats, Timeout
 from engdiag.logs.patterns.base import Rule, _c, _f, _i
+
+CHAT_TEMPLATE = "chat-template"
+"""The API server's limit on rendering one request's chat template (VLLM_CHAT_TEMPLATE_RENDER_TIMEOUT)."""
 
 _KV = re.compile(r"(?<!CPU )(?:GPU|\w+(?: \+ \w+)?) KV cache usage: ([\d.]+)%")
 _CPU_KV = re.compile(r"CPU KV cache usage: ([\d.]+)%")
@@ -84,6 +87,14 @@ PROGRESS: tuple[Rule, ...] = (
     Rule(Signal.REQUEST_FINISHED, "Finished request", _c(r"Finished request \S+")),
     Rule(Signal.REQUEST_ABORTED, "Aborted request", _c(r"Aborted request(?:\(s\))? \S+")),
     Rule(Signal.REQUEST_FAILED, " failed (", _c(r"Request \S+ failed \((?:engine dead|bad request)")),
+    # vLLM 0.34's guard on rendering a request's chat template in the API server's thread pool (renderers/hf.py
+    # _render_with_timeout, VLLM_CHAT_TEMPLATE_RENDER_TIMEOUT, 30 s): it warns "Chat template render timed out —
+    # executor pool replaced (%d worker(s)). …" and the request fails with "TimeoutError: Chat template rendering
+    # timed out after 30.0s. …" (at DEBUG, in its error response); the engine never saw the request
+    Rule(Signal.REQUEST_FAILED, "Chat template render", _c(r"Chat template render(?:ing)? timed out(?: after "
+                                                             r"(?P<s>[\d.]+)s)?"),
+         lambda m, t: [Timeout(call="chat template rendering", limit_s=_f(m["s"]),
+                               guard=CHAT_TEMPLATE)]),
     Rule(Signal.RESPONSE_GENERATED, "Generated response", _c(r"Generated response \S+?:")),
     # prompt sizes --------------------------------------------------------------------
     Rule(
