@@ -24,6 +24,8 @@ class Style:
     version: str = "0.11.0"
     """vLLM version: decides header layout and process tags (V0 before 0.8)."""
     kubectl: bool = False
+    pod: str | None = None
+    """``kubectl logs --prefix``: ``[pod/NAME/vllm] `` before every line (and before kubectl's stamp)."""
     compose: str | None = None
     color: str = "none"
     """``none``, ``esc`` (real ESC bytes), ``lost`` (ESC dropped) or ``caret`` (``^[``)."""
@@ -86,6 +88,8 @@ class Writer:
         if style.kubectl:
             stamp = (self.now + timedelta(hours=7)).strftime("%Y-%m-%dT%H:%M:%S.%f") + "123Z"
             text = f"{stamp} {text}"
+        if style.pod:
+            text = f"[pod/{style.pod}/vllm] {text}"
         lines = [text]
         if style.wrap and len(text) > style.wrap:
             lines = [text[i : i + style.wrap] for i in range(0, len(text), style.wrap)]

@@ -48,6 +48,7 @@ FIELDS = ("events", "counts", "sources", "load", "prompt_histogram", "prompt_len
 STYLES = {
     "plain": synth.Style(),
     "kubectl-colour": synth.Style(version="0.20.0", kubectl=True, color="esc"),
+    "kubectl-prefix": synth.Style(version="0.20.0", kubectl=True, pod="vllm-7d9f8-abcde"),
     "compose-crlf": synth.Style(version="0.9.2", compose="vllm-1", color="lost", crlf=True),
     "wrapped-caret": synth.Style(version="0.8.5", color="caret", wrap=140),
     "ray": synth.Style(ray=True, glue=True),
@@ -132,6 +133,10 @@ def _hard_lines() -> list[str]:
         "2026-01-01T00:00:07.123456789Z \x1b[1;36m(EngineCore_DP0 pid=9)\x1b[0;0m WARNING 01-01 00:00:07 "
         "[shm_broadcast.py:466] No available shared memory broadcast block found in 60 second.",
         "vllm-1  | (APIServer pid=7) ERROR 01-01 00:00:08 [core_client.py:1] EngineDeadError: engine gone",
+        "[pod/vllm-0/vllm] (APIServer pid=7) INFO 01-01 00:00:08 [logger.py:41] Received request r2: prompt: 'x', "
+        "params: SamplingParams(n=1), prompt_token_ids: [1, 2], lora_request: None.",
+        "[pod/vllm-0/vllm] 2026-01-01T00:00:08.5Z (EngineCore_DP0 pid=9) ERROR 01-01 00:00:08 [core.py:1] "
+        "RuntimeError: CUDA error: an illegal memory access was encountered",
         "(RayWorkerWrapper pid=55, ip=10.0.0.2) INFO 01-01 00:00:09 [worker.py:1] CUDA out of memory. "
         "Tried to allocate 2.00 GiB [repeated 3x across cluster]",
         "[rank0]:[E101 00:00:10.000000 12 ProcessGroupNCCL.cpp:632] [Rank 0] Watchdog caught collective operation "

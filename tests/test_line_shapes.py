@@ -94,6 +94,18 @@ def test_kubectl_timestamp_prefix_is_kept_apart():
     assert piece.msg == STATS
 
 
+def test_kubectl_source_prefix_before_its_stamp_is_kept_apart():
+    """``kubectl logs -l app=vllm --prefix --timestamps``: the pod, then the stamp, then vLLM's line."""
+    piece = one("[pod/vllm-7d9f8-abcde/vllm] 2025-10-15T00:02:38.756689123Z (APIServer pid=1) INFO 10-14 17:02:38 "
+                "[loggers.py:123] " + STATS)
+    assert piece.proc is not None and piece.proc.name == "APIServer" and piece.msg == STATS
+    assert piece.kube_ts == "2025-10-15T00:02:38.756689123Z"
+    bare = one("[pod/vllm-0/vllm] (EngineCore_DP0 pid=7) INFO 10-22 09:33:49 [core.py:1] hello")
+    assert bare.proc is not None and bare.proc.name == "EngineCore_DP0" and bare.msg == "hello"
+    # a bracketed word that is no pod source stays part of the line
+    assert one("[podcast/a/b] hello").msg == "[podcast/a/b] hello"
+
+
 def test_docker_compose_prefix():
     piece = one("vllm-1  | (EngineCore_DP0 pid=7) INFO 10-22 09:33:49 [core.py:1] hello")
     assert piece.proc.name == "EngineCore_DP0" and piece.msg == "hello"

@@ -287,6 +287,25 @@ def test_a_progress_bar_cut_at_the_pastes_width_keeps_its_count_and_its_time(tmp
     assert compile_step.seconds == 910 and "15831/15831" in compile_step.detail
 
 
+KUBECTL_PREFIXED = [  # 68 of 743 corpus logs changed verdict behind kubectl's source prefix before it was read
+    "163-shard-weight-load-exceeds-engine-ready-timeout",
+    "a6000-tp2-iommu-acs-stall",
+    "ascend-dsv4-prefill-hccl-notify-wait-timeout",
+    "ascend-310p-qwen3-moe-unsupported",
+]
+
+
+@pytest.mark.parametrize("name", KUBECTL_PREFIXED)
+def test_kubectl_logs_with_its_source_prefix_get_the_verdict_of_the_log_itself(cli, name):
+    """``kubectl logs -l app=vllm --prefix`` puts ``[pod/NAME/CONTAINER] `` before every line."""
+    original = cli("analyze", "--json", str(CORPUS / name / "log.txt"))
+    text = (CORPUS / name / "log.txt").read_text(encoding="utf-8", errors="replace")
+    prefixed = "\n".join(f"[pod/vllm-7d9f8-abcde/vllm] {line}" for line in text.split("\n"))
+    got = json.loads(cli("analyze", "--json", "-", input=prefixed.encode()).stdout)["verdict"]
+    expected = json.loads(original.stdout)["verdict"]
+    assert [got[k] for k in ("kind", "sub_kind", "confidence")] == [expected[k] for k in ("kind", "sub_kind", "confidence")]
+
+
 GREPPED = [
     "v0-single-request-decoding-5min-then-aborted-outside-engine",
     "tp2-nccl-allreduce-hang-p2p-cumem-sanity-check",

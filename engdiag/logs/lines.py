@@ -54,6 +54,9 @@ _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct",
 _NCCL_SPLIT = re.compile(r"\s+(?=[\w.-]+:\d+:\d+ \[\d+\] (?:[\w/.-]+:\d+ )?NCCL [A-Z]+ )")
 """Where NCCL lines flattened into one paragraph (a paste that lost its newlines) begin again."""
 _KUBE_TS = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)) ")
+_KUBE_SOURCE = re.compile(r"\[pod/[^/\]\s]+/[^\]\s]+\] ")
+"""``kubectl logs --prefix``'s source before every line (``[pod/vllm-7d9f8-abcde/vllm] ``), before its stamp
+with ``--timestamps``: the way to read every replica of a deployment (``-l app=vllm``) at once."""
 _COMPOSE = re.compile(r"([A-Za-z0-9][\w.-]{0,62})\s+\| ?")
 _REPEATED = re.compile(r"\s*\[repeated (\d+)x across cluster\]\s*$")
 _VLLM = re.compile(
@@ -280,6 +283,8 @@ def pieces(line: str, lineno: int) -> list[Piece]:
         text = _strip_colour(segment)
         kube_ts = None
         outer: Stamp | None = None
+        if text[:5] == "[pod/" and (match := _KUBE_SOURCE.match(text)) is not None:
+            text = text[match.end() :]
         if text[:2] == "20" and (match := _KUBE_TS.match(text)) is not None:
             kube_ts, text = match.group(1), text[match.end() :]
         text, outer = _outer_prefix(text)
@@ -337,6 +342,8 @@ def _wrapped(text: str, lineno: int, width: int, kube_ts: str | None, outer: Sta
 def clocks(line: str) -> tuple[Stamp | None, Stamp | None]:
     """A line's wrapper time (a CI runner's: it wins in ``pieces``) and vLLM's own, either possibly missing."""
     text = _strip_colour(line)
+    if text[:5] == "[pod/" and (match := _KUBE_SOURCE.match(text)) is not None:
+        text = text[match.end() :]
     if text[:2] == "20" and (match := _KUBE_TS.match(text)) is not None:
         text = text[match.end() :]
     text, outer = _outer_prefix(text)
