@@ -24,8 +24,10 @@ or a header (``INFO 08-09 0`` | ``3:02:26 metrics.py:406]``).
 
 A search over several files (``grep -r``, ``grep -n``) puts the name of each line's file, and its line number,
 before the line (``vllm_p3.log:(Worker_DP3_TP1_EP25 pid=649) ERROR 08-29 …``): left there, it hides the
-record's header, so the line loses its time and process.  Where most lines of the head start with such a name,
-it is removed from every line that has it.
+record's header, so the line loses its time and process.  Slurm's ``srun --label`` puts the task's number
+before each line of a job's output (``0: INFO 05-14 23:13:00 [block_pool.py:264] …``), ``grep -n`` over one
+file the line's number (``988:INFO …``): the same.  Where most lines of the head start with such a label, it is
+removed from every line that has it.
 
 A call trace (``VLLM_TRACE_FUNCTION=1``: every line ``<date time> Call to f in file:N`` or ``… Return from …``)
 is no paste, but its head says what it is the same way: only its last lines say where its thread stopped, and
@@ -69,9 +71,20 @@ date and time: a line of its own, never the rest of the line above (tt-tensor-ca
 health-wait: a client's and a server's lines, two of each of equal width, read as a paste cut at that width)."""
 _SPACED_MIN_LINES = 3
 """Lines of text the head needs, each followed by a blank line, to be taken for a double-spaced paste."""
-_GREP = re.compile(rb"(?:\./)?[\w./-]*?\.(?:log|txt|out|err)(?::\d+)?[:-]")
+_NAMED = rb"(?:\./)?[\w./-]*?\.(?:log|txt|out|err)(?::\d+)?[:-]"
 """grep's name of the file a line came from (and its line number, with ``-n``; ``-`` on a context line)."""
-_GREP_LINES = re.compile(rb"\n(?:\./)?[\w./-]*?\.(?:log|txt|out|err)(?::\d+)?[:-]")
+_LABELS = {
+    "grep": _NAMED,
+    "grep -n": rb"\d{1,7}:(?!\d\d[:.])",
+    "srun": rb" {0,6}\d{1,7}:(?: |(?=[\r\n])|$)",
+}
+"""What a tool put before every line, by the tool: grep's file names; grep's line number over one file
+(``988:INFO``, ``6:  File …``); srun's task number and one space (``0: ``) — never a time's ``12:34:56`` or
+``12:34.5``.  Read as ``grep -n``'s only where some line has its number right before the text (``_TIGHT_NUMBER``):
+its number alone would leave srun's space on every line, srun's number and space take a frame's first space."""
+_TIGHT_NUMBER = re.compile(rb"\d{1,7}:(?!\d\d[:.])[^ \t]")
+_LABEL_AT = {name: re.compile(label) for name, label in _LABELS.items()}
+_LABEL_AFTER_NEWLINE = {name: re.compile(rb"\n(?:" + label + rb")") for name, label in _LABELS.items()}
 _TRACE_LINE = re.compile(rb"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ (?:Call to|Return from) [\w<>.]+ in ")
 """vllm/logger.py's ``_trace_calls`` line (tail's ``==> file <==`` headers between traces aside)."""
 _GREP_MIN_LINES = 3
@@ -93,14 +106,15 @@ class Paste:
     skew: int | None = None
     """Seconds from vLLM's own clock to the wrapper's, when some lines carry both stamps and some vLLM's alone (a
     paste that begins inside a CI runner's line): added to the lone own stamps so that one clock times them all."""
-    grep: bool = False
-    """Most lines start with grep's name of their file (a search over several files): removed where it is."""
+    label: str | None = None
+    """Most lines start with a label a tool put there (``_LABELS``: grep's name of their file in a search over
+    several files, ``srun --label``'s task, ``grep -n``'s line): removed where it is."""
     trace: bool = False
     """The input is vLLM's call trace (every line of the head a traced call or return): its tail is what counts."""
 
     @property
     def untouched(self) -> bool:
-        return (not self.indent and not self.grep and not self.double_spaced and self.wrap is None and self.skew is None
+        return (not self.indent and not self.label and not self.double_spaced and self.wrap is None and self.skew is None
                 and not self.trace)
 
 
@@ -112,12 +126,12 @@ def paste_of(head: bytes, whole: bool) -> Paste:
     lines = [line.rstrip(b"\r") for line in lines]
     indent = _shared_indent([line for line in lines if line.strip()])
     own = [line.removeprefix(indent) for line in lines if line.strip()]
-    grep = _grep_prefixed(own)
-    if grep:
-        own = [line[m.end():] if (m := _GREP.match(line)) else line for line in own]
+    label = _label(own)
+    if label:
+        own = [line[m.end():] if (m := _LABEL_AT[label].match(line)) else line for line in own]
     text = [decode_line(line) for line in own]
     wrap = _wrap_width(text)
-    return Paste(indent, _double_spaced(lines), wrap, _clock_skew(_rejoined(text, wrap)), grep, _call_trace(own))
+    return Paste(indent, _double_spaced(lines), wrap, _clock_skew(_rejoined(text, wrap)), label, _call_trace(own))
 
 
 def _call_trace(lines: list[bytes]) -> bool:
@@ -126,11 +140,14 @@ def _call_trace(lines: list[bytes]) -> bool:
     return len(text) >= _GREP_MIN_LINES and all(_TRACE_LINE.match(line) for line in text)
 
 
-def _grep_prefixed(lines: list[bytes]) -> bool:
-    """Two in three lines of text (grep's ``--`` between groups aside) start with a file's name."""
+def _label(lines: list[bytes]) -> str | None:
+    """The tool whose label two in three lines of text start with (grep's ``--`` between groups aside)."""
     text = [line for line in lines if line != b"--"]
-    named = sum(1 for line in text if _GREP.match(line))
-    return len(text) >= _GREP_MIN_LINES and 3 * named >= 2 * len(text)
+    if len(text) < _GREP_MIN_LINES:
+        return None
+    tight = any(_TIGHT_NUMBER.match(line) for line in text)  # srun never writes one; grep -n on most lines
+    return next((name for name, at in _LABEL_AT.items() if (tight or name != "grep -n")
+                 and 3 * sum(1 for line in text if at.match(line)) >= 2 * len(text)), None)
 
 
 _SKEW_LINES = 50
@@ -266,11 +283,11 @@ def skip_doubled(lines: Iterator[tuple[int, str]]) -> Iterator[tuple[int, str]]:
 
 
 def unpasted(stream: BinaryIO, paste: Paste) -> BinaryIO:
-    """``stream`` (positioned at a line start) with the indentation and grep's file names removed from its lines."""
+    """``stream`` (positioned at a line start) with the indentation and a tool's labels removed from its lines."""
     if paste.indent:
         stream = io.BufferedReader(_Dedented(stream, paste.indent), buffer_size=CHUNK)  # type: ignore[assignment]
-    if paste.grep:
-        stream = io.BufferedReader(_Ungrepped(stream), buffer_size=CHUNK)  # type: ignore[assignment]
+    if paste.label:
+        stream = io.BufferedReader(_Unlabelled(stream, paste.label), buffer_size=CHUNK)  # type: ignore[assignment]
     return stream
 
 
@@ -306,15 +323,16 @@ class _Dedented(Converted):
         return out.removeprefix(indent) if self._at_start else out
 
 
-class _Ungrepped(_Dedented):
-    """A stream with grep's file name removed from the start of every line that has one."""
+class _Unlabelled(_Dedented):
+    """A stream with a tool's label removed from the start of every line that has one."""
 
-    def __init__(self, source: BinaryIO) -> None:
+    def __init__(self, source: BinaryIO, label: str) -> None:
         super().__init__(source, b"")
         self._hold = _NAME_MAX
+        self._at, self._after_newline = _LABEL_AT[label], _LABEL_AFTER_NEWLINE[label]
 
     def _strip(self, data: bytes) -> bytes:
-        out = _GREP_LINES.sub(b"\n", data)
-        if self._at_start and (match := _GREP.match(out)) is not None:
+        out = self._after_newline.sub(b"\n", data)
+        if self._at_start and (match := self._at.match(out)) is not None:
             out = out[match.end():]
         return out
