@@ -10,7 +10,7 @@ import shlex
 
 from engdiag.analysis.facts import KV_HIGH_PCT, Facts, stalled
 from engdiag.analysis.verdict import Kind, MemoryKind, Step
-from engdiag.logs.events import Event, Signal
+from engdiag.logs.events import Event, Failure, NcclWork, Signal
 from engdiag.timeouts import knobs
 from engdiag.timeouts.advice import capture_advice, probe_advice, recommend_command, timeout_advice
 
@@ -80,6 +80,12 @@ def next_steps(facts: Facts, kind: Kind, sub_kind: MemoryKind | None, root: Even
                 )
             )
         steps.append(_snapshot_step(facts, "if it stalls again, before the timeout fires, to confirm it computes"))
+    elif kind is Kind.DEADLOCKED and _hccl(facts):
+        steps.append(_snapshot_step(facts, "while it hangs"))
+        steps.append(Step("make every rank log the collectives it enters, to find the one that never arrived",
+                          "export HCCL_ENTRY_LOG_ENABLE=1"))
+        steps.append(Step("read HCCL's own account on every node (a remote rank named as stuck or unreachable)",
+                          "grep -rn ERROR ~/ascend/log/debug/plog | tail -50"))
     elif kind is Kind.DEADLOCKED:
         steps.append(_snapshot_step(facts, "while it hangs"))
         capture = capture_advice(facts.t, kind.value, facts.model)
@@ -125,9 +131,17 @@ def _device_fault(facts: Facts) -> bool:
     return bool(facts.t.of(Signal.CUDA_ERROR, Signal.FATAL_SIGNAL, Signal.WORKER_DIED, Signal.NCCL_ABORT))
 
 
+def _hccl(facts: Facts) -> bool:
+    """The collective that never completed is torch_npu's (HCCL): NCCL's knobs do not reach it."""
+    return any(isinstance(e.data, NcclWork) and e.data.backend == "HCCL"
+               for e in facts.t.of(Signal.NCCL_WATCHDOG_TIMEOUT))
+
+
 def _on_npu(facts: Facts) -> bool:
     """The device fault is an Ascend NPU's (torch_npu's and ACL's wording): CUDA's knobs do not reach it."""
-    return any("NPU function error" in e.text or "aicore" in e.text.lower() for e in facts.t.of(Signal.CUDA_ERROR))
+    return any("NPU function error" in e.text or "aicore" in e.text.lower()
+               or (isinstance(e.data, Failure) and (e.data.name or "").startswith("HCCL"))
+               for e in facts.t.of(Signal.CUDA_ERROR))
 
 
 def _memory_steps(facts: Facts, sub_kind: MemoryKind | None) -> list[Step]:

@@ -116,7 +116,8 @@ def _guard_for(facts: Facts, event: Event) -> Guard:
     if signal is Signal.NCCL_WATCHDOG_TIMEOUT:
         work = event.data if isinstance(event.data, NcclWork) else NcclWork(None)
         what = (f"collective {work.op}" if work.op else "a collective") + (f" #{work.seq}" if work.seq is not None else "")
-        return Guard("NCCL process-group timeout", "PyTorch (NCCL watchdog)",
+        owner = "PyTorch (NCCL watchdog)" if work.backend == "NCCL" else "torch_npu (HCCL watchdog)"
+        return Guard(f"{work.backend} process-group timeout", owner,
                      work.timeout_ms / 1000 if work.timeout_ms else None, "printed" if work.timeout_ms else "unknown",
                      what, DISTRIBUTED.name, *where)
     if signal is Signal.STACK_DUMP:

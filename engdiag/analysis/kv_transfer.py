@@ -30,7 +30,13 @@ from engdiag.analysis.draft import Draft
 from engdiag.analysis.facts import Facts
 from engdiag.analysis.verdict import Kind, MemoryKind, Role, Verdict
 from engdiag.logs.events import Event, Signal, Timeout
-from engdiag.logs.patterns.kv_transfer import MOONCAKE_HOLD, MOONCAKE_LEASE, POOL_SHORT
+from engdiag.logs.patterns.kv_transfer import (
+    ASCEND_HOLD,
+    LLMDD_HOLD,
+    MOONCAKE_HOLD,
+    MOONCAKE_LEASE,
+    POOL_SHORT,
+)
 
 _DEATH = (Signal.ENGINE_FATAL, Signal.ENGINE_DEAD, Signal.EXCEPTION)
 """What shows the engine did not survive the failed allocation."""
@@ -113,12 +119,20 @@ _HOLD_DEFAULT_S = 480
 from 0.14 (120 s in 0.11)."""
 
 
+_HOLD_KNOBS = {
+    MOONCAKE_HOLD: ("VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT", f"{_HOLD_DEFAULT_S} s"),
+    LLMDD_HOLD: ("VLLM_LLMDD_ABORT_REQUEST_TIMEOUT", "120 s"),
+    ASCEND_HOLD: ("VLLM_NIXL_ABORT_REQUEST_TIMEOUT", "120 s in vLLM 0.11, 480 s from 0.14"),
+}
+"""The environment variable behind each connector's hold, and its default; NIXL's (and vllm-ascend 0.11's, which
+reuse it) otherwise."""
+
+
 def _hold_step(draft: Draft, expired: Event, limit: float) -> None:
     """The environment variable behind a hold that names its seconds, raised to cover the decode side's queueing."""
-    data = expired.data
-    mooncake = isinstance(data, Timeout) and data.guard == MOONCAKE_HOLD
-    knob = "VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT" if mooncake else "VLLM_NIXL_ABORT_REQUEST_TIMEOUT"
-    default = f"{_HOLD_DEFAULT_S} s" if mooncake else f"{_HOLD_DEFAULT_S} s from 0.14, 120 s in 0.11"
+    guard = expired.data.guard if isinstance(expired.data, Timeout) else None
+    knob, default = _HOLD_KNOBS.get(guard or "", ("VLLM_NIXL_ABORT_REQUEST_TIMEOUT",
+                                                  f"{_HOLD_DEFAULT_S} s from 0.14, 120 s in 0.11"))
     # no number to export: the decode side's worst queueing, which sets it, is in its own log, not this one
     draft.step(f"hold the KV blocks longer than the decode side's queueing: on the prefill instance, raise {knob} "
                f"above its {limit:g} s (the default: {default}) to the decode side's worst queueing time")
@@ -127,9 +141,10 @@ def _hold_step(draft: Draft, expired: Event, limit: float) -> None:
 def _lease_step(draft: Draft, expired: Event) -> None:
     """The setting behind a hold that does not name its seconds: the connector's lease, or its environment variable."""
     guard = expired.data.guard if isinstance(expired.data, Timeout) else None
-    if guard == MOONCAKE_HOLD:
+    if guard in _HOLD_KNOBS:
+        knob, default = _HOLD_KNOBS[guard]
         draft.step("hold the KV blocks longer than the decode side's queueing: on the prefill instance, raise "
-                   f"VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT ({_HOLD_DEFAULT_S} s by default) to its worst queueing time")
+                   f"{knob} (by default {default}) to its worst queueing time")
         return
     # the prefill side's role: MooncakeConnector's producer (0.34 mooncake_connector.py), NIXL's both
     connector, role = ("MooncakeConnector", "kv_producer") if guard == MOONCAKE_LEASE else ("NixlConnector", "kv_both")

@@ -275,7 +275,8 @@ def collective_timeout(facts: Facts, root: Event) -> Verdict:
     work = root.data if isinstance(root.data, NcclWork) else NcclWork(None)
     ranks = {getattr(e.data, "rank", None) for e in reports} - {None}
     seqs = {getattr(e.data, "rank", None): getattr(e.data, "seq", None) for e in reports}
-    what = (f"NCCL {work.op}" if work.op else "an NCCL collective") + (f" #{work.seq}" if work.seq is not None else "")
+    what = (f"{work.backend} {work.op}" if work.op else f"an {work.backend} collective") + (
+        f" #{work.seq}" if work.seq is not None else "")
     minutes = f" for {work.ran_ms / 60000:.0f} min" if work.ran_ms else ""
     working = _peer_still_starting(facts, root)
     if working is not None:

@@ -266,7 +266,7 @@ class Peer:
 
 @dataclass(frozen=True, slots=True)
 class NcclWork:
-    """A ProcessGroupNCCL watchdog report for one rank."""
+    """A ProcessGroupNCCL watchdog report for one rank (or torch_npu's ProcessGroupHCCL's: ``backend``)."""
 
     rank: int | None
     seq: int | None = None
@@ -275,6 +275,7 @@ class NcclWork:
     ran_ms: int | None = None
     last_enqueued: int | None = None
     last_completed: int | None = None
+    backend: str = "NCCL"
 
 
 @dataclass(frozen=True, slots=True)

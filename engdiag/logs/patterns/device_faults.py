@@ -70,6 +70,13 @@ DEVICE_FAULTS: tuple[Rule, ...] = (
     # wsl2-marlin-repack-device-not-ready-expandable-segments)
     Rule(Signal.CUDA_ERROR, "CUDA driver error", _c(r"CUDA driver error\b(?![^\n]{0,200}(?:out of memory|OUT_OF_MEMORY))"),
          _const(Failure(name="CUDA driver error"))),
+    # HCCL's EI0007 on another resource than device memory: "Failed to allocate resource[qp] with info […]. Reason:
+    # Memory resources are exhausted." then "Transport init error. Reason: [Create][DestLink]Create Dest error!" —
+    # an RDMA queue pair HCCL could not create for a link between ranks, a driver or firmware limit (vllm-ascend
+    # issue 9005: 20 GB free on every card, fixed by a newer NPU driver; #2754 and #5993 word it alike)
+    Rule(Signal.CUDA_ERROR, "Failed to allocate resource[",
+         _c(r"Failed to allocate resource\[(?P<r>(?!DeviceMemory\])[^\]\n]{1,40})\]"),
+         lambda m, t: [Failure(name=f"HCCL could not create its transport: resource[{m['r']}] exhausted")]),
     # Intel's xe kernel driver timing out a GPU job and resetting the engine that ran it ("xe 0000:04:00.0: [drm]
     # Tile0: GT0: Timedout job: seqno=1, … in VLLM::EngineCor…", "Engine reset: engine_class=ccs"): the device
     # hung on the work and the process lost its context (xpu-b70-mtp2-160k-xe-ccs-engine-reset, dmesg)

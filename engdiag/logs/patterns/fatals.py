@@ -43,6 +43,7 @@ def _nccl_timeout(match: re.Match[str], text: str) -> Iterable[Payload]:
         op=found["op"].group(1) if found["op"] else None,
         timeout_ms=_i(found["timeout_ms"].group(1)) if found["timeout_ms"] else None,
         ran_ms=int(match["ran"]),
+        backend=match["backend"],
     )
 
 
@@ -286,17 +287,21 @@ STALLS_TIMEOUTS_FATALS: tuple[Rule, ...] = (
         _c(
             # a paste may wrap the work's fields onto the next lines (dgx-spark-2node-tp2-allgather-hang-pip-nccl)
             r"(?:\[(?:PG [^\]]*?)?Rank (?P<rank>\d+)\] )?Watchdog caught collective operation timeout:\s*"
-            r"WorkNCCL\((?P<work>(?:[^()]|\([^()\n]*\))*?)\)\s*ran for (?P<ran>\d+) milliseconds"
+            r"Work(?P<backend>[NH]CCL)\((?P<work>(?:[^()]|\([^()\n]*\))*?)\)\s*ran for (?P<ran>\d+) milliseconds"
         ),
         _nccl_timeout,
     ),
+    # torch_npu's ProcessGroupHCCL has the same watchdog and wording, "WorkHCCL(SeqNum=196, OpType=ALLREDUCE,
+    # Timeout(ms)=3600000) ran for 3600185 milliseconds before timing out." (vllm-ascend issue 382): the same event
+    # on Ascend NPUs.
     # The work description alone is the watchdog's signature: "WorkNCCL(SeqNum=…) ran for N milliseconds
     # before timing out" is printed for nothing else, so it counts where a paste broke it off its first line
     # (dgx-spark-2node-tp2-allgather-hang-pip-nccl: "timeout:" ends one line, the work fills the next two).
     Rule(
         Signal.NCCL_WATCHDOG_TIMEOUT,
         "milliseconds before timing out",
-        _c(r"WorkNCCL\((?P<work>(?:[^()]|\([^()\n]*\))*?)\)\s*ran for (?P<ran>\d+) milliseconds before timing out"),
+        _c(r"Work(?P<backend>[NH]CCL)\((?P<work>(?:[^()]|\([^()\n]*\))*?)\)\s*ran for (?P<ran>\d+) milliseconds before "
+           r"timing out"),
         _nccl_timeout,
     ),
     Rule(

@@ -14,6 +14,11 @@ NIXL_LEASE = "nixl-lease"
 """The guard of the KV blocks a prefill instance holds for its decode side (NixlConnector)."""
 MOONCAKE_HOLD = "mooncake-hold"
 """The same guard in the MooncakeConnector (VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT)."""
+LLMDD_HOLD = "llmdatadist-hold"
+"""The same guard in vllm-ascend 0.9's LLMDataDistCMgrConnector (VLLM_LLMDD_ABORT_REQUEST_TIMEOUT, 120 s)."""
+ASCEND_HOLD = "ascend-hold"
+"""The same guard in vllm-ascend 0.11's Mooncake and LLMDataDist connectors, which read NIXL's variable
+(VLLM_NIXL_ABORT_REQUEST_TIMEOUT) but have no lease to configure."""
 MOONCAKE_LEASE = "mooncake-lease"
 """The MooncakeConnector's lease on those blocks, when leases are on (0.34: kv_lease_duration)."""
 
@@ -68,6 +73,16 @@ KV_TRANSFER: tuple[Rule, ...] = (
     Rule(Signal.KV_LEASE_EXPIRED, "expired before the decoder pulled it",
          _c(r"KV lease of request \S+ expired before the decoder pulled it"),
          _const(Timeout(call="the KV blocks held for the decode side", guard=MOONCAKE_LEASE))),
+    # vllm-ascend's connectors for the same hold: 0.11's MooncakeConnector "Force freed request: %s" (INFO, once
+    # VLLM_NIXL_ABORT_REQUEST_TIMEOUT passed, mooncake_connector.py:124) and LLMDataDistCMgrConnector's "Some
+    # requests in prefill node fail to receive KV Cache transfer done signal in 120s. …" (0.9.1, its own
+    # VLLM_LLMDD_ABORT_REQUEST_TIMEOUT; 0.11 drops the seconds and names VLLM_NIXL_ABORT_REQUEST_TIMEOUT)
+    Rule(Signal.KV_LEASE_EXPIRED, "Force freed request: ", _c(r"Force freed request: \S+"),
+         _const(Timeout(call="the KV blocks held for the decode side", guard=ASCEND_HOLD))),
+    Rule(Signal.KV_LEASE_EXPIRED, "fail to receive KV Cache transfer done signal",
+         _c(r"fail to receive KV Cache transfer done signal(?: in (?P<s>\d+)s)?"),
+         lambda m, t: [Timeout(call="the KV blocks held for the decode side", limit_s=_i(m["s"]),
+                               guard=LLMDD_HOLD if m["s"] else ASCEND_HOLD)]),
     Rule(Signal.KV_READ_LATE, "after their KV expired on P side", _c(r"were pulled after their KV expired on P side")),
     Rule(Signal.KV_READ_LATE, "Potentially invalid KV blocks",
          _c(r"Potentially invalid KV blocks for\s+unrecognized request")),

@@ -232,8 +232,11 @@ MEMORY: tuple[Rule, ...] = (
     Rule(Signal.CUDA_OOM, "Memory_Allocation_Failure", _c(r"Memory_Allocation_Failure"), _oom),
     # Ascend's runtime: "EL0004: ... Failed to allocate memory." and "Failed to allocate
     # resource[DeviceMemory] ... Reason: Memory resources are exhausted."
-    # (ascend-mc2-moe-dispatch-hccl-2gib-device-memory-exhausted)
-    Rule(Signal.CUDA_OOM, "Memory resources are exhausted", _c(r"Memory resources are exhausted"), _oom),
+    # (ascend-mc2-moe-dispatch-hccl-2gib-device-memory-exhausted).  The same reason after another resource
+    # (EI0007's "resource[qp]", an RDMA queue pair) is HCCL's transport set-up, not device memory
+    # (patterns/device_faults.py).
+    Rule(Signal.CUDA_OOM, "Memory resources are exhausted",
+         _c(r"(?m)^(?![^\n]*resource\[(?!DeviceMemory\])[^\]\n]*\])[^\n]*?Memory resources are exhausted"), _oom),
     Rule(Signal.CUDA_OOM, "EL0004", _c(r"EL0004:[^\n]*Failed to allocate memory"), _oom),
     Rule(Signal.CUDA_OOM, "Lack of device memory", _c(r"Lack of device memory"), _oom),
     # NCCL allocating its own buffers (lazily, at a communicator's first collectives): CUDACHECK's "Cuda failure

@@ -294,6 +294,18 @@ WAITS: tuple[Rule, ...] = (
         lambda m, t: [Rendezvous(what="hccl", error=f"this rank could not listen on {m['ip']}:{m['port']}, so no "
                                  "peer could connect to it: the port taken, or the NIC down")],
     ),
+    # HCCL's socket wait at link set-up (EI0006): "Getting socket times out. Reason: 1. The remote does not
+    # initiate a connect request. some NPUs in the cluster are abnormal. 2. … started too late" — a peer rank
+    # never connected within HCCL_CONNECT_TIMEOUT (120 s by default): a rendezvous short of a member
+    # (vllm-ascend issue 5461)
+    Rule(
+        Signal.RENDEZVOUS_FAILED,
+        "The remote does not initiate a connect request",
+        _c(r"The remote does not initiate a connect request"),
+        _const(Rendezvous(what="hccl", error="a peer rank never connected to this one within HCCL_CONNECT_TIMEOUT "
+                                             "(120 s by default): stuck before the collective, slower to start, or "
+                                             "unreachable")),
+    ),
     # HCCL's socket wait (EI0006): "Getting socket times out. Reason: Remote Rank did not send the data in
     # time. Please check the reason for the rank being stuck" (ascend-grpo-colocated-vllm-hccl-allreduce-
     # remote-rank-stuck, inside an all_reduce)

@@ -1,0 +1,77 @@
+"""Timeout, hang and resource messages read in vllm-ascend's source (0.9.1, 0.11.0, 0.22.1rc1) and torch_npu's, each
+on both sides of its line.  The wordings are the source's (or the issue that quotes them); the readings issue #10's
+model."""
+
+from __future__ import annotations
+
+from tests.conftest import analysis_of, verdict_of
+
+_WATCHDOG = ("[rank1]:[E324 13:00:25.428029551 compiler_depend.ts:574] [Rank 1] Watchdog caught collective operation "
+             "timeout: Work{b}(SeqNum=196, OpType=ALLREDUCE, Timeout(ms)=3600000) ran for 3600185 milliseconds before "
+             "timing out.\n"
+             "terminate called after throwing an instance of 'std::runtime_error'\n")
+
+
+def test_torch_npus_hccl_watchdog_is_the_collective_timeout_with_hcclsknobs(tmp_path):
+    """torch_npu's ProcessGroupHCCL words its watchdog as torch's ProcessGroupNCCL does (vllm-ascend issue 382)."""
+    hccl = analysis_of(tmp_path, _WATCHDOG.format(b="HCCL"))
+    assert hccl.verdict.kind.value == "deadlocked" and "HCCL ALLREDUCE #196" in hccl.verdict.headline
+    assert hccl.model.guard is not None and hccl.model.guard.name == "HCCL process-group timeout"
+    commands = [step.command or "" for step in hccl.verdict.next_steps]
+    assert any("HCCL_ENTRY_LOG_ENABLE" in c for c in commands) and not any("NCCL_DEBUG" in c for c in commands)
+    nccl = analysis_of(tmp_path, _WATCHDOG.format(b="NCCL"))
+    assert "NCCL ALLREDUCE #196" in nccl.verdict.headline
+    assert any("NCCL_DEBUG" in (step.command or "") for step in nccl.verdict.next_steps)
+
+
+def test_hccls_socket_wait_at_link_set_up_is_a_rendezvous_short_of_a_member(tmp_path):
+    """EI0006 at set-up: "The remote does not initiate a connect request" (HCCL_CONNECT_TIMEOUT; issue 5461)."""
+    line = ("(Worker_TP0 pid=4811) ERROR 07-01 20:30:01 [multiproc_executor.py:671] RuntimeError: Get_Socket_Timeout"
+            "(EI0006): Getting socket times out. Reason: 1. The remote does not initiate a connect request. some NPUs "
+            "in the cluster are abnormal.\n")
+    verdict = verdict_of(tmp_path, line)
+    assert verdict.kind.value == "deadlocked" and "HCCL_CONNECT_TIMEOUT" in verdict.headline
+    # the other EI0006 reason, a remote rank that never sent its data inside a collective, stays a collective's wait
+    mid_run = verdict_of(tmp_path, line.replace("The remote does not initiate a connect request",
+                                                "Remote Rank did not send the data in time"))
+    assert mid_run.kind.value == "deadlocked" and "HCCL_CONNECT_TIMEOUT" not in mid_run.headline
+
+
+_EI0007 = ("(VllmWorker TP3 pid=2322) ERROR 09-04 09:44:06 [multiproc_executor.py:596] RuntimeError: EI0007: [PID: 2322] "
+           "2025-09-04-09:44:05.909.517 Failed to allocate resource[{r}] with info [aicpu rank:7]. Reason: Memory "
+           "resources are exhausted.\n")
+
+
+def test_an_hccl_queue_pair_that_could_not_be_created_is_no_device_memory(tmp_path):
+    """EI0007 on resource[qp]: an RDMA queue pair for a link (issue 9005: 20 GB free, fixed by a newer driver)."""
+    qp = verdict_of(tmp_path, _EI0007.format(r="qp"))
+    assert qp.kind.value == "crashed"
+    assert any("ASCEND_LAUNCH_BLOCKING" in (step.command or "") for step in qp.next_steps)  # NPU steps, not CUDA's
+    assert verdict_of(tmp_path, _EI0007.format(r="DeviceMemory")).kind.value == "fragmented"
+
+
+_LLMDD = ("(EngineCore_DP0 pid=4750) WARNING 07-01 20:30:01 [llmdatadist_c_mgr_connector.py:886] Some requests in "
+          "prefill node fail to receive KV Cache transfer done signal{within}. If a greater mean TTFT is acceptable, you "
+          "can 'export {knob}=600' (10 minutes) to relax the timeout condition.\n")
+
+
+def _steps(verdict) -> str:
+    return " ".join(f"{step.text} {step.command or ''}" for step in verdict.next_steps)
+
+
+def test_vllm_ascends_prefill_holds_name_the_variable_that_sets_them(tmp_path):
+    """LLMDataDist's hold (0.9.1: its own variable, 120 s; 0.11: NIXL's) and 0.11 Mooncake's "Force freed request"."""
+    old = verdict_of(tmp_path, _LLMDD.format(within=" in 120s", knob="VLLM_LLMDD_ABORT_REQUEST_TIMEOUT"))
+    assert old.kind.value == "unknown" and "within 120 s" in old.headline
+    assert "VLLM_LLMDD_ABORT_REQUEST_TIMEOUT" in _steps(old)
+    for text in (_LLMDD.format(within="", knob="VLLM_NIXL_ABORT_REQUEST_TIMEOUT"),
+                 "(Worker_TP0 pid=4811) INFO 07-01 20:30:01 [mooncake_connector.py:124] Force freed request: cmpl-7\n"):
+        verdict = verdict_of(tmp_path, text)
+        assert verdict.kind.value == "unknown" and "freed KV blocks" in verdict.headline
+        steps = _steps(verdict)
+        assert "VLLM_NIXL_ABORT_REQUEST_TIMEOUT" in steps and "kv_lease_duration" not in steps  # no lease to set
+    # the fork's Mooncake wording with its seconds stays the hold set short
+    short = verdict_of(tmp_path, "(Worker_DP3_TP1_EP25 pid=649) ERROR 08-29 09:12:47 [mooncake_connector.py:233] Force "
+                                 "freed expired request: r-1. Reason: Request exceeded timeout threshold (10 seconds). "
+                                 "Action: released.\n")
+    assert short.kind.value == "slow"
