@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from engdiag.logs import counting
+from engdiag.logs import counting, quick
 from engdiag.logs.blocks import Lines, windows
 from engdiag.logs.counting import COUNTABLE, Count, Found, hot_window, scan_window
 from engdiag.logs.engines import LISTS_CUT, Finder, finder, literal_bytes, searches
@@ -174,7 +174,7 @@ def _hot(window: _Window, index: int, literals: set[int], source: str) -> list[E
                          or not (window.quick or searched_whole(window.lines[index], found[0].msg))):
         return None
     nxt = index + 1
-    certain = window.quick and starts_own_record(window.lines[nxt], found[0])
+    certain = (starts_own_record if window.quick else quick.kube_starts_own_record)(window.lines[nxt], found[0])
     if not certain and joins(found[0], window.pieces(nxt)[0]) is not None:
         return None
     return read[1] if read is not None else hot_events(found[0], literals, source)
