@@ -275,6 +275,30 @@ def test_a_line_said_to_start_its_own_record_never_continues_the_vllm_line_befor
     assert said > 300, "the check should be certain for many lines after a vLLM line"
 
 
+def test_a_kubectl_line_said_to_start_its_own_record_never_continues_the_vllm_line_before_it():
+    """``kube_starts_own_record`` (a window with colour codes): where it says "certain", the piece the planner would
+    have built for the next line (``kube_piece``, else the line reader's) must not join the line before."""
+    from engdiag.logs.lines import Shape, pieces
+    from engdiag.logs.quick import kube_piece, kube_starts_own_record
+    from engdiag.logs.records import joins
+    from tests.test_hot_scan import POOL
+
+    lines = [line for case in sorted(CORPUS.glob("*/log.txt")) for line in case.read_text().splitlines()] + POOL
+    tagged = [_kubectl(line) for line in lines if line.startswith("(") and ") INFO" in line]
+    odd = [line.replace("INFO", "INFO \x1b[1m", 1) for line in tagged[:50]] + [line + " [0m" for line in tagged[:50]]
+    head = "(APIServer pid=41) INFO 10-20 06:00:01 [logger.py:41] "
+    traceback = [_kubectl(head + "Received request x"), _kubectl(head.replace("log", "log\x1b[0m") + "Traceback (most recent call last):")]
+    said = 0
+    for number, (prev_line, line) in enumerate(pairwise(tagged + odd + tagged[::-1] + traceback)):
+        prev = (kube_piece(prev_line.encode(), number) or pieces(prev_line, number)[-1])
+        if prev.shape is not Shape.VLLM or not kube_starts_own_record(line.encode(), prev):
+            continue
+        said += 1
+        built = kube_piece(line.encode(), number + 1) or pieces(line, number + 1)[0]
+        assert joins(prev, built) is None, (prev_line, line)
+    assert said > 300, "the check should be certain for many kubectl lines after a vLLM line"
+
+
 KUBE = "2025-10-20T13:00:00.05Z \x1b[0;36m{}"
 """kubectl's stamp and the colour codes around the process tag (the benchmark's v1-kubectl shape)."""
 

@@ -30,20 +30,21 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from engdiag.logs import counting
+from engdiag.logs import counting, quick
 from engdiag.logs.blocks import Lines, windows
 from engdiag.logs.counting import COUNTABLE, Count, Found, hot_window, scan_window
 from engdiag.logs.engines import LISTS_CUT, Finder, finder, literal_bytes, searches
 from engdiag.logs.events import Event, Proc
 from engdiag.logs.hotscan import HOT_LITERALS, HotScan
-from engdiag.logs.windowscan import Searches
-
-TagSearch = Callable[[bytes], set[tuple[bytes, bytes, bytes, bytes]]]
 from engdiag.logs.inputs import decode_line
 from engdiag.logs.lines import Piece, Shape, pieces
 from engdiag.logs.quick import hot_events, kube_piece, quick_piece, searched_whole, starts_own_record
 from engdiag.logs.records import joins, tracebackish
 from engdiag.logs.scan import LineScanner
+from engdiag.logs.statsline import STATS_ONLY, stats_line
+from engdiag.logs.windowscan import Searches
+
+TagSearch = Callable[[bytes], set[tuple[bytes, bytes, bytes, bytes]]]
 
 WINDOW_BYTES = 8 << 20
 """Bytes searched at once: big enough to amortise the search, small enough for flat memory."""
@@ -160,20 +161,23 @@ def _last_lines_of_procs(window: _Window, data: bytes, starts: Sequence[int], ta
 
 
 def _hot(window: _Window, index: int, literals: set[int], source: str) -> list[Event] | None:
-    """The events of a one-line record read without ``extract`` (``quick.hot_events``), if it is one (with colour
-    codes in the window: if the search saw its message whole, and the next line's piece is built to know)."""
+    """The events of a one-line record read without ``extract`` (``quick.hot_events``; a plain stats line in one
+    match, ``statsline``), if it is one (with colour codes: if the search saw its message whole)."""
     if index + 1 >= len(window.lines):
         return None
+    read = stats_line(window.lines[index], window.first_line + index, source, window.quick) if literals == STATS_ONLY else None
+    if read is not None:  # a plain stats line: its piece and events in one match
+        window._pieces.setdefault(index, [read[0]])
     found = window.pieces(index)
-    if len(found) != 1 or found[0].shape is not Shape.VLLM or not found[0].msg.strip() or tracebackish(found[0].msg):
-        return None  # it might continue the record before it
-    if not window.quick and not searched_whole(window.lines[index], found[0].msg):
+    if read is None and (len(found) != 1 or found[0].shape is not Shape.VLLM or not found[0].msg.strip()
+                         or tracebackish(found[0].msg)  # it might continue the record before it
+                         or not (window.quick or searched_whole(window.lines[index], found[0].msg))):
         return None
     nxt = index + 1
-    certain = window.quick and starts_own_record(window.lines[nxt], found[0])
+    certain = (starts_own_record if window.quick else quick.kube_starts_own_record)(window.lines[nxt], found[0])
     if not certain and joins(found[0], window.pieces(nxt)[0]) is not None:
         return None
-    return hot_events(found[0], literals, source)
+    return read[1] if read is not None else hot_events(found[0], literals, source)
 
 
 def _candidates(window: _Window, find: Finder, searches: Searches, lists: bytes = b"") -> dict[int, set[int]]:
