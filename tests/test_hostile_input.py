@@ -100,6 +100,36 @@ def test_analyze_a_64_mib_line_in_bounded_memory(tmp_path):
     assert json.loads(result.stdout)["verdict"]["kind"] == "deadlocked"
 
 
+_STATS_HEAD = ("(APIServer pid=1) INFO 10-14 17:02:38 [loggers.py:123] Engine 000: Avg prompt throughput: {p} tokens/s, "
+               "Avg generation throughput: 843.6 tokens/s, Running: 38 reqs, Waiting: 0 reqs, ")
+
+
+@pytest.mark.parametrize("scanner", ["lines", "python", "native"])
+def test_numbers_with_two_points_are_no_numbers_and_no_internal_error(tmp_path, scanner):
+    """``2400.0.1`` where a rule reads a number (a garbled stats line, a size, a duration) once stopped analyze."""
+    log = tmp_path / "garbled.log"
+    log.write_text(_STATS_HEAD.format(p="2400.0.1") + "GPU KV cache usage: 88.5%\n"
+                   "(EngineCore_DP0 pid=2) INFO 10-14 17:02:39 [gpu_model_runner.py:1] Model loading took 1.2.3 GiB "
+                   "memory and 4.5.6 seconds\n"
+                   "(EngineCore_DP0 pid=2) INFO 10-14 17:02:40 [backends.py:1] torch.compile takes 7.8.9 s in total\n")
+    result = run_engdiag("analyze", "--json", str(log), env={"ENGDIAG_SCANNER": scanner})
+    assert result.returncode in (0, ExitCode.INPUT), result.stderr
+    assert json.loads(result.stdout)["verdict"]["kind"] == "unknown"
+
+
+def test_a_stats_line_ending_in_a_megabyte_word_is_read_in_linear_time(tmp_path):
+    """The KV-usage field's name is searched for in the rest of a stats line: once any run of word characters,
+    so a line without the field and with a 1 MiB word searched it quadratically (minutes)."""
+    kinds = []
+    for length in (8, 1 << 20):
+        log = tmp_path / f"word-{length}.log"
+        log.write_text(EXAMPLE.read_text() + _STATS_HEAD.format(p="1.0") + "7" * length + "\n")
+        result = run_engdiag("analyze", "--json", str(log), timeout=120)
+        assert result.returncode == 0, result.stderr
+        kinds.append(json.loads(result.stdout)["verdict"]["kind"])
+    assert kinds[0] == kinds[1]
+
+
 def test_analyze_latin1_bytes(tmp_path):
     text = EXAMPLE.read_text().replace("Summarise", "Résumé").encode("latin-1", "replace")
     (tmp_path / "latin1.log").write_bytes(text)

@@ -368,7 +368,7 @@ def access_status(msg: str) -> tuple[str, str, int] | None:
 
 
 _BAR_TIMING = re.compile(
-    r"\[(?P<elapsed>(?:\d+:)?\d+:\d\d)(?:<[^,\]]*)?(?:, *(?P<rate>[\d.]+) ?(?P<unit>s/[A-Za-z]+|[A-Za-z]+/s))?"
+    r"\[(?P<elapsed>(?:\d+:)?\d+:\d\d)(?:<[^,\]]*)?(?:, *(?P<rate>\d+(?:\.\d+)?) ?(?P<unit>s/[A-Za-z]+|[A-Za-z]+/s))?"
 )
 """tqdm's timing block; its unit is the bar's own (``s/it``, FlashInfer's autotuner ``s/profile``)."""
 

@@ -47,7 +47,7 @@ _CLIENT_TIMEOUT = _c(
     r"(?:openai\.)?APITimeoutError|httpx\.(?:ReadTimeout|TimeoutException)|SocketTimeoutError: Timeout on reading"
     r"|requests\.exceptions\.ReadTimeout|litellm\.(?:exceptions\.)?Timeout\b"
 )
-_READ_LIMIT = re.compile(r"\(read timeout=(?P<s>[\d.]+)\)")
+_READ_LIMIT = re.compile(r"\(read timeout=(?P<s>\d+(?:\.\d+)?)\)")
 _SOMEONE_ELSES = re.compile(r"huggingface|hf\.co\b|hf-mirror|modelscope|vllm/multimodal|fetch_image|image_url")
 """vLLM as the client: downloading a model, fetching a request's image."""
 
@@ -108,7 +108,7 @@ GUARDS: tuple[Rule, ...] = (
     Rule(
         Signal.EXTERNAL_GUARD,
         "Orchestrator did not become ready within",
-        _c(r"Orchestrator did not become ready within (?P<s>[\d.]+) ?s"),
+        _c(r"Orchestrator did not become ready within (?P<s>\d+(?:\.\d+)?) ?s"),
         lambda m, t: [Timeout(call="server start-up", limit_s=_f(m["s"]), guard="platform")],
     ),
     Rule(
@@ -128,7 +128,7 @@ GUARDS: tuple[Rule, ...] = (
     Rule(
         Signal.EXTERNAL_GUARD,
         "initializing for too long",
-        _c(r"initializing for too long(?:: (?P<s>[\d.]+) ?s(?:econds)?)?"),
+        _c(r"initializing for too long(?:: (?P<s>\d+(?:\.\d+)?) ?s(?:econds)?)?"),
         lambda m, t: [Timeout(call="server start-up", limit_s=_f(m["s"]), guard="platform")],
     ),
     # A launcher announcing its start-up limit: "Waiting for vllm-server to be ready (timeout: 0s)..."
@@ -136,13 +136,13 @@ GUARDS: tuple[Rule, ...] = (
     Rule(
         Signal.STARTUP_PHASE,
         "to be ready (timeout: ",
-        _c(r"to be ready \(timeout: (?P<s>[\d.]+) ?s\)"),
+        _c(r"to be ready \(timeout: (?P<s>\d+(?:\.\d+)?) ?s\)"),
         lambda m, t: [Phase(f"platform_limit_configured {m['s']}")],
     ),
     Rule(
         Signal.EXTERNAL_GUARD,
         "Didn't receive health check response",
-        _c(r"Didn't receive health check response for replica [^\n]*? after (?P<s>[\d.]+)s"),
+        _c(r"Didn't receive health check response for replica [^\n]*? after (?P<s>\d+(?:\.\d+)?)s"),
         lambda m, t: [Timeout(call="replica health check", limit_s=float(m["s"]), guard="ray-serve-health")],
     ),
     # The client's own timeout, in a client's or harness's log: openai-python's APITimeoutError ("Request timed

@@ -16,11 +16,11 @@ from engdiag.logs.patterns.base import Builder, Rule, _c, _i, last_exception
 
 _UNITS = {"B": 1, "bytes": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
 _UNITS |= {"KB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30, "TB": 1 << 40}
-_SIZE = r"[\d.]+ ?(?:bytes|B|KiB|MiB|GiB|TiB|KB|MB|GB|TB)"
-_SIZE_PARTS = re.compile(r"([\d.]+) ?(\w+)")
+_SIZE = r"\d+(?:\.\d+)? ?(?:bytes|B|KiB|MiB|GiB|TiB|KB|MB|GB|TB)"
+_SIZE_PARTS = re.compile(r"(\d+(?:\.\d+)?) ?(\w+)")
 
 
-_XLA_SIZE = r"[\d.]+[KMGT]?B?"
+_XLA_SIZE = r"\d+(?:\.\d+)?[KMGT]?B?"
 _XLA_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 _SHM_SEGMENT = _c(r"Error while (?:creating|attaching to) shared memory segment (?P<path>\S+) \(size (?P<size>\d+)\)")
@@ -155,7 +155,7 @@ MEMORY: tuple[Rule, ...] = (
     Rule(
         Signal.MEMORY,
         "Available KV cache memory",
-        _c(r"Available KV cache memory: (?P<v>-?[\d.]+) GiB"),
+        _c(r"Available KV cache memory: (?P<v>-?\d+(?:\.\d+)?) GiB"),
         _memory(("available_kv_cache", "v", "GiB")),
     ),
     Rule(
@@ -167,7 +167,7 @@ MEMORY: tuple[Rule, ...] = (
     Rule(
         Signal.MEMORY,
         "Maximum concurrency for",
-        _c(r"Maximum concurrency for (?P<len>[\d,]+) tokens per request: (?P<x>[\d.]+)x"),
+        _c(r"Maximum concurrency for (?P<len>[\d,]+) tokens per request: (?P<x>\d+(?:\.\d+)?)x"),
         _memory(("max_model_len", "len", "tokens"), ("max_concurrency", "x", "x")),
     ),
     Rule(
@@ -180,9 +180,9 @@ MEMORY: tuple[Rule, ...] = (
         Signal.MEMORY,
         "model weights take",
         _c(
-            r"model weights take (?P<w>[\d.]+)GiB; non_torch_memory takes (?P<n>[\d.]+)GiB; "
-            r"PyTorch activation peak memory takes (?P<a>[\d.]+)GiB; "
-            r"the rest of the memory reserved for KV Cache is (?P<k>-?[\d.]+)GiB"
+            r"model weights take (?P<w>\d+(?:\.\d+)?)GiB; non_torch_memory takes (?P<n>\d+(?:\.\d+)?)GiB; "
+            r"PyTorch activation peak memory takes (?P<a>\d+(?:\.\d+)?)GiB; "
+            r"the rest of the memory reserved for KV Cache is (?P<k>-?\d+(?:\.\d+)?)GiB"
         ),
         _memory(
             ("weights", "w", "GiB"),
@@ -194,13 +194,13 @@ MEMORY: tuple[Rule, ...] = (
     Rule(
         Signal.MEMORY,
         "gpu_memory_utilization (",
-        _c(r"total_gpu_memory \((?P<t>[\d.]+)GiB\) x gpu_memory_utilization \([\d.]+\) = (?P<u>[\d.]+)GiB"),
+        _c(r"total_gpu_memory \((?P<t>\d+(?:\.\d+)?)GiB\) x gpu_memory_utilization \(\d+(?:\.\d+)?\) = (?P<u>\d+(?:\.\d+)?)GiB"),
         _memory(("total_gpu_memory", "t", "GiB"), ("usable_gpu_memory", "u", "GiB")),
     ),
     Rule(
         Signal.MEMORY,
         "Sleep mode freed",
-        _c(r"Sleep mode freed (?P<f>[\d.]+) GiB memory(?:, (?P<u>[\d.]+) GiB memory is still in use)?"),
+        _c(r"Sleep mode freed (?P<f>\d+(?:\.\d+)?) GiB memory(?:, (?P<u>\d+(?:\.\d+)?) GiB memory is still in use)?"),
         _memory(("sleep_freed", "f", "GiB"), ("sleep_still_in_use", "u", "GiB")),
     ),
     # torch's own OOM; its CUDA check's "CUDA error: out of memory", which ROCm builds print as "HIP error: out of
@@ -279,7 +279,7 @@ MEMORY: tuple[Rule, ...] = (
     Rule(Signal.SHM_TOO_SMALL, "failed to extend /dev/shm", _c(r"Error: failed to extend (?P<path>/dev/shm/\S+) to "
                                                                       r"(?P<size>\d+) bytes")),
     Rule(Signal.SHM_TOO_SMALL, "Insufficient space in ",
-         _c(r"Insufficient space in (?P<path>\S+) for [^\n:]*: [\d.]+ MiB required, [\d.]+ MiB free")),
+         _c(r"Insufficient space in (?P<path>\S+) for [^\n:]*: \d+(?:\.\d+)? MiB required, \d+(?:\.\d+)? MiB free")),
     Rule(Signal.KV_CACHE_INSUFFICIENT, "blocks of KV cache", _c(r"Not enough memory for \d+ blocks of KV cache")),
     # 0.34's max_model_len auto-fit (v1/core/kv_cache_planning.py): "Cannot auto-fit max_model_len: not enough GPU
     # memory available to serve even a single token."
@@ -337,9 +337,9 @@ MEMORY: tuple[Rule, ...] = (
     Rule(
         Signal.KV_CACHE_INSUFFICIENT,
         "the rest of the memory reserved for KV Cache is -",
-        _c(r"the rest of the memory reserved for KV Cache is -[\d.]+GiB"),
+        _c(r"the rest of the memory reserved for KV Cache is -\d+(?:\.\d+)?GiB"),
     ),
-    Rule(Signal.KV_CACHE_INSUFFICIENT, "Available KV cache memory", _c(r"Available KV cache memory: -[\d.]+ GiB")),
+    Rule(Signal.KV_CACHE_INSUFFICIENT, "Available KV cache memory", _c(r"Available KV cache memory: -\d+(?:\.\d+)? GiB")),
     Rule(Signal.KV_CACHE_INSUFFICIENT, "# CPU blocks:", _c(r"# (?!CPU)\w+ blocks: 0, # CPU blocks:")),
     Rule(
         Signal.KV_CACHE_INSUFFICIENT,

@@ -17,9 +17,9 @@ from engdiag.logs.patterns.base import Rule, _c, _f, _i
 CHAT_TEMPLATE = "chat-template"
 """The API server's limit on rendering one request's chat template (VLLM_CHAT_TEMPLATE_RENDER_TIMEOUT)."""
 
-_KV = re.compile(r"(?<!CPU )(?:GPU|\w+(?: \+ \w+)?) KV cache usage: ([\d.]+)%")
-_CPU_KV = re.compile(r"CPU KV cache usage: ([\d.]+)%")
-_PREFIX = re.compile(r"Prefix cache hit rate: ([\d.]+)%")
+_KV = re.compile(r"(?<!CPU )(?:GPU|\w{1,40}(?: \+ \w{1,40})?) KV cache usage: (\d+(?:\.\d+)?)%")
+_CPU_KV = re.compile(r"CPU KV cache usage: (\d+(?:\.\d+)?)%")
+_PREFIX = re.compile(r"Prefix cache hit rate: (\d+(?:\.\d+)?)%")
 _PREEMPT = re.compile(r"Preemptions: (\d+)")
 _CORRUPT = re.compile(r"Corrupted: (\d+) reqs")
 
@@ -57,7 +57,7 @@ def _stats_rule(literal: str) -> Rule:
 
 _STATS = re.compile(
     r"(?:Engine (?P<engine>\d+): |\d+ Engines Aggregated: )?"
-    r"Avg prompt throughput: (?P<p>[\d.]+) tokens/s, ?Avg generation throughput: (?P<g>[\d.]+) tokens/s, ?"
+    r"Avg prompt throughput: (?P<p>\d+(?:\.\d+)?) tokens/s, ?Avg generation throughput: (?P<g>\d+(?:\.\d+)?) tokens/s, ?"
     r"(?:(?!Running:)[^\n]){0,80}?Running: (?P<run>\d+) reqs, ?(?:Swapped: (?P<sw>\d+) reqs, ?)?(?:Pending|Waiting): (?P<wait>\d+) reqs"
 )
 
@@ -65,14 +65,14 @@ _STATS = re.compile(
 PROGRESS: tuple[Rule, ...] = (
     # progress ------------------------------------------------------------------------
     _stats_rule("Avg prompt throughput"),
-    Rule(Signal.PREFIX_CACHE, "Prefix cache hit rate: GPU", _c(r"Prefix cache hit rate: GPU: ([\d.]+)%")),
+    Rule(Signal.PREFIX_CACHE, "Prefix cache hit rate: GPU", _c(r"Prefix cache hit rate: GPU: (\d+(?:\.\d+)?)%")),
     Rule(
         Signal.ITERATION,
         "Iteration(",
         _c(
             r"Iteration\(\d+\): (?P<cr>\d+) context requests, (?P<ct>\d+) context tokens, "
             r"(?P<gr>\d+) generation requests, (?P<gt>\d+) generation tokens, "
-            r"iteration elapsed time: (?P<ms>[\d.]+) ms"
+            r"iteration elapsed time: (?P<ms>\d+(?:\.\d+)?) ms"
         ),
         lambda m, t: [Iteration(int(m["cr"]), int(m["ct"]), int(m["gr"]), int(m["gt"]), float(m["ms"]))],
     ),
@@ -92,7 +92,7 @@ PROGRESS: tuple[Rule, ...] = (
     # executor pool replaced (%d worker(s)). …" and the request fails with "TimeoutError: Chat template rendering
     # timed out after 30.0s. …" (at DEBUG, in its error response); the engine never saw the request
     Rule(Signal.REQUEST_FAILED, "Chat template render", _c(r"Chat template render(?:ing)? timed out(?: after "
-                                                             r"(?P<s>[\d.]+)s)?"),
+                                                             r"(?P<s>\d+(?:\.\d+)?)s)?"),
          lambda m, t: [Timeout(call="chat template rendering", limit_s=_f(m["s"]),
                                guard=CHAT_TEMPLATE)]),
     Rule(Signal.RESPONSE_GENERATED, "Generated response", _c(r"Generated response \S+?:")),

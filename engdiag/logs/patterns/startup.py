@@ -103,17 +103,17 @@ STARTUP: tuple[Rule, ...] = (
     # on AMD GPUs can hang (rocm-multi-gpu-rccl-p2p-hang-missing-iommu-pt)
     Rule(Signal.STARTUP_PHASE, 'Missing "iommu=pt"', _c(r'Missing "iommu=pt" from kernel command line'),
          _phase("p2p_risk iommu=pt missing")),
-    Rule(Signal.STARTUP_PHASE, "Loading model weights took", _c(r"Loading model weights took (?P<g>[\d.]+) GB"), _phase("weights_loaded", gib="g")),
+    Rule(Signal.STARTUP_PHASE, "Loading model weights took", _c(r"Loading model weights took (?P<g>\d+(?:\.\d+)?) GB"), _phase("weights_loaded", gib="g")),
     Rule(
         Signal.STARTUP_PHASE,
         "Model loading took",
-        _c(r"Model loading took (?P<g>[\d.]+) Gi?B(?: memory)? and (?P<s>[\d.]+) seconds"),
+        _c(r"Model loading took (?P<g>\d+(?:\.\d+)?) Gi?B(?: memory)? and (?P<s>\d+(?:\.\d+)?) seconds"),
         _phase("weights_loaded", seconds="s", gib="g"),
     ),
-    Rule(Signal.STARTUP_PHASE, "Loading weights took", _c(r"Loading weights took (?P<s>[\d.]+) seconds"), _phase("weights_read", seconds="s")),
+    Rule(Signal.STARTUP_PHASE, "Loading weights took", _c(r"Loading weights took (?P<s>\d+(?:\.\d+)?) seconds"), _phase("weights_read", seconds="s")),
     # 0.2x+ vllm/compilation/monitor.py: "%sInitial profiling/warmup run took %.2f s" (0.34 :92)
     Rule(Signal.STARTUP_PHASE, "Initial profiling/warmup run took",
-         _c(r"Initial profiling/warmup run took (?P<s>[\d.]+) s"), _phase("warmup_run", seconds="s")),
+         _c(r"Initial profiling/warmup run took (?P<s>\d+(?:\.\d+)?) s"), _phase("warmup_run", seconds="s")),
     # Gaudi (HabanaAI/vllm-fork habana_model_runner.py): one line per warmed-up bucket,
     # "[Warmup][Prompt][3/56] batch_size:64 seq_len:768 free_mem:13.86 GiB"
     # (gaudi-bucket-warmup-graph-compile-30s-per-bucket: 15-38 s a bucket)
@@ -123,17 +123,17 @@ STARTUP: tuple[Rule, ...] = (
         _c(r"\[Warmup\]\[(?P<k>\w+)\]\[(?P<d>\d+)/(?P<t>\d+)\]"),
         lambda m, t: [Progress(f"HPU graph warm-up ({m['k']})", int(m["d"]), int(m["t"]))],
     ),
-    Rule(Signal.STARTUP_PHASE, "Memory profiling takes", _c(r"Memory profiling takes (?P<s>[\d.]+) seconds"), _phase("memory_profiled", seconds="s")),
+    Rule(Signal.STARTUP_PHASE, "Memory profiling takes", _c(r"Memory profiling takes (?P<s>\d+(?:\.\d+)?) seconds"), _phase("memory_profiled", seconds="s")),
     Rule(
         Signal.STARTUP_PHASE,
         "init engine (profile",
-        _c(r"init engine \(profile, create kv cache, warmup model\) took (?P<s>[\d.]+) s"),
+        _c(r"init engine \(profile, create kv cache, warmup model\) took (?P<s>\d+(?:\.\d+)?) s"),
         _phase("engine_initialised", seconds="s"),
     ),
     Rule(
         Signal.STARTUP_PHASE,
         "Graph capturing finished",
-        _c(r"Graph capturing finished in (?P<s>[\d.]+) secs?(?:, took (?P<g>[\d.]+) GiB)?"),
+        _c(r"Graph capturing finished in (?P<s>\d+(?:\.\d+)?) secs?(?:, took (?P<g>\d+(?:\.\d+)?) GiB)?"),
         _phase("cuda_graphs_captured", seconds="s", gib="g"),
     ),
     # the model runner's load_model, V0 and V1 alike (0.4–0.2x gpu_model_runner.py / model_runner.py "Starting to
@@ -209,16 +209,16 @@ STARTUP: tuple[Rule, ...] = (
     ),
     Rule(Signal.SERVER_READY, "Application startup complete", _c(r"Application startup complete")),
     Rule(Signal.SERVER_READY, "Starting vLLM API server", _c(r"Starting vLLM API server")),
-    Rule(Signal.COMPILE, "torch.compile take", _c(r"torch\.compile takes (?P<s>[\d.]+) s in total"), _phase("torch_compile", seconds="s")),
+    Rule(Signal.COMPILE, "torch.compile take", _c(r"torch\.compile takes (?P<s>\d+(?:\.\d+)?) s in total"), _phase("torch_compile", seconds="s")),
     Rule(
         Signal.COMPILE,
         "run together took",
-        _c(r"torch\.compile and initial profiling/warmup run together took (?P<s>[\d.]+) s in total"),
+        _c(r"torch\.compile and initial profiling/warmup run together took (?P<s>\d+(?:\.\d+)?) s in total"),
         _phase("torch_compile", seconds="s"),
     ),
-    Rule(Signal.COMPILE, "torch.compile took", _c(r"torch\.compile took (?P<s>[\d.]+) s in total"), _phase("torch_compile", seconds="s")),
-    Rule(Signal.COMPILE, "Dynamo bytecode transform time", _c(r"Dynamo bytecode transform time: (?P<s>[\d.]+) s"), _phase("dynamo", seconds="s")),
-    Rule(Signal.COMPILE, "Compiling a graph for", _c(r"Compiling a graph for .*? takes (?P<s>[\d.]+) s"), _phase("graph_compile", seconds="s")),
+    Rule(Signal.COMPILE, "torch.compile took", _c(r"torch\.compile took (?P<s>\d+(?:\.\d+)?) s in total"), _phase("torch_compile", seconds="s")),
+    Rule(Signal.COMPILE, "Dynamo bytecode transform time", _c(r"Dynamo bytecode transform time: (?P<s>\d+(?:\.\d+)?) s"), _phase("dynamo", seconds="s")),
+    Rule(Signal.COMPILE, "Compiling a graph for", _c(r"Compiling a graph for .*? takes (?P<s>\d+(?:\.\d+)?) s"), _phase("graph_compile", seconds="s")),
     Rule(Signal.COMPILE, "Loading JIT ops", _c(r"(?<!Finished )Loading JIT ops: \S+"), _phase("jit_compile")),
     Rule(Signal.COMPILE, "JIT compil", _c(r"JIT compil\w*(?![^\n]*during inference: )"), _phase("jit_compile")),
 )

@@ -152,7 +152,7 @@ WAITS: tuple[Rule, ...] = (
     # (0.9.2–0.11 raised it with the format and the number apart: "RuntimeError: ('Barrier timed out after %f
     # seconds', 300.0)")
     Rule(Signal.RENDEZVOUS_FAILED, "Barrier ",
-         _c(r"Barrier (?:departure )?timed out after (?:(?P<s>[\d.]+) s|%f s[^\n]*?', (?P<t>[\d.]+)\))"),
+         _c(r"Barrier (?:departure )?timed out after (?:(?P<s>\d+(?:\.\d+)?) s|%f s[^\n]*?', (?P<t>\d+(?:\.\d+)?)\))"),
          lambda m, t: [Rendezvous(limit_s=float(m["s"] or m["t"]))]),
     Rule(Signal.RENDEZVOUS_FAILED, "while trying to connect to", _CONNECT_TIMEOUT, lambda m, t: [_unreachable(m)]),
     # torch's TCP store giving up a wait for keys its peers set as they join: "DistStoreError: wait timeout after
@@ -340,7 +340,7 @@ WAITS: tuple[Rule, ...] = (
     Rule(
         Signal.COMM_TIMEOUT,
         "Timeout waiting for KV cache for request",
-        _c(r"Timeout waiting for KV cache for request (?P<r>\S+) after (?P<s>[\d.]+)s"),
+        _c(r"Timeout waiting for KV cache for request (?P<r>\S+) after (?P<s>\d+(?:\.\d+)?)s"),
         lambda m, t: [] if m["r"].startswith("dummy") else [
             Timeout(call="KV cache from the stage before (vllm-omni)", limit_s=_f(m["s"]), guard=OMNI_KV)],
     ),
