@@ -102,6 +102,9 @@ def test_kubectl_source_prefix_before_its_stamp_is_kept_apart():
     assert piece.kube_ts == "2025-10-15T00:02:38.756689123Z"
     bare = one("[pod/vllm-0/vllm] (EngineCore_DP0 pid=7) INFO 10-22 09:33:49 [core.py:1] hello")
     assert bare.proc is not None and bare.proc.name == "EngineCore_DP0" and bare.msg == "hello"
+    # the pod is the process's host: two replicas' engine cores, both pid 7, stay two processes
+    other = one("[pod/vllm-1/vllm] (EngineCore_DP0 pid=7) INFO 10-22 09:33:49 [core.py:1] hello")
+    assert (bare.proc.host, other.proc.host) == ("pod/vllm-0", "pod/vllm-1") and bare.proc != other.proc
     # a bracketed word that is no pod source stays part of the line
     assert one("[podcast/a/b] hello").msg == "[podcast/a/b] hello"
 

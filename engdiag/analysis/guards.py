@@ -83,6 +83,10 @@ def _guard_for(facts: Facts, event: Event) -> Guard:
         return Guard("V0 MQLLMEngine heartbeat", "vLLM", limit, origin,
                      "the V0 engine loop's heartbeat to the API server", RPC.name, *where)
     if signal is Signal.ENGINE_READY_TIMEOUT:
+        if data.guard == "omni-stage":
+            return Guard("vllm-omni stage start-up timeout", "vllm-omni", limit, origin,
+                         "a stage's process becoming ready: weight loading, profiling, compilation",
+                         "--stage-init-timeout", *where)
         if data.guard == "dp-coordinator":
             return Guard("DP coordinator start-up timeout", "vLLM", limit, origin,
                          "the data-parallel coordinator reporting its addresses", None, *where)

@@ -59,8 +59,12 @@ def buffer_full(facts: Facts) -> Verdict | None:
     draft.cite(full[0], Role.ROOT_CAUSE, "the buffer's allocator: no free block")
     if len(full) > 1:
         draft.cite(full[-1], Role.SUPPORTING, "still retrying")
-    draft.step("give LMCache's NIXL transfer buffer more room (bytes; nixl_buffer_size in its config file)",
-               "export LMCACHE_NIXL_BUFFER_SIZE=$((8 << 30))")
+    if any("pd_backend" in e.text for e in full):  # LMCache 0.4+: the PD backend's buffer, nixl_buffer_size renamed
+        draft.step("give LMCache's PD transfer buffer more room (bytes; pd_buffer_size in its config file)",
+                   "export LMCACHE_PD_BUFFER_SIZE=$((8 << 30))")
+    else:
+        draft.step("give LMCache's NIXL transfer buffer more room (bytes; nixl_buffer_size in its config file)",
+                   "export LMCACHE_NIXL_BUFFER_SIZE=$((8 << 30))")
     draft.step("blocks are freed as the other side reads them: check that the decode instance is up and pulling "
                "(its log at the same time)")
     return draft.cite_consequences(full[0]).done()

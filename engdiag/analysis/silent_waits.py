@@ -120,7 +120,7 @@ def core_waits(facts: Facts) -> Verdict | None:
                           key=lambda r: r.stamp.key)  # type: ignore[union-attr]
         draft.cite(facts.event_at(last_worker.source, last_worker.line), Role.SUPPORTING,
                    "the workers' last line before they went quiet")
-        if any(r.proc.host for r in facts.t.proc_last):
+        if len({r.proc.host for r in facts.t.proc_last if r.proc.host}) > 1:
             draft.notes.append("the workers span several nodes: a rendezvous or NCCL set-up that cannot reach a "
                                "remote node hangs silently like this")
         draft.undecided = ("the workers' own logs or a stack capture (engdiag snapshot / py-spy dump on a "

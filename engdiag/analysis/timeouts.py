@@ -114,7 +114,19 @@ def _startup_timeout(facts: Facts, event: Event) -> Verdict:
         draft.undecided = ("the coordinator's own lines (Started DP Coordinator process) and the host's load at "
                            "start-up: a coordinator still importing (slow) or one that never runs (stuck)")
         return draft.cite_consequences(event).done()
-    who = "new engine core processes (a scale-up) were" if timeout.call == "scale-up handshake" else "the engine was"
+    if timeout.guard == "omni-stage" and not work:
+        # vllm-omni's stages log into the same stream: none of their start-up work before the wait ran out leaves a
+        # stage that loaded slowly and one stuck on a broken checkpoint alike
+        # (omni-stage-ready-timeout-incomplete-weights: --stage-init-timeout 600 did not help, re-downloading did)
+        draft = Draft(facts, Kind.UNKNOWN, 0.35,
+                      "unknown: a vllm-omni stage was not ready when its start-up limit ran out"
+                      + _limit_text(facts.model.guard) + ", and this log shows none of its start-up work")
+        draft.cite(event, Role.ROOT_CAUSE, "the stage's start-up limit fired")
+        draft.undecided = ("the stage's own lines before the wait ran out: weight loading still advancing (slow: raise "
+                           "--stage-init-timeout) or stopped / an error (a stuck stage, an incomplete checkpoint)")
+        return draft.cite_consequences(event).done()
+    who = ("new engine core processes (a scale-up) were" if timeout.call == "scale-up handshake"
+           else "a vllm-omni stage was" if timeout.guard == "omni-stage" else "the engine was")
     draft = Draft(
         facts,
         Kind.SLOW,
@@ -127,6 +139,10 @@ def _startup_timeout(facts: Facts, event: Event) -> Verdict:
         draft.cite(item, Role.SUPPORTING, "start-up work was still advancing")
     if not work:
         draft.undecided = "the log shows no start-up progress lines; the full log from launch would show what was slow"
+    if timeout.guard == "omni-stage":
+        draft.generic_steps = False  # vLLM's own start-up variable is not the limit that fired
+        draft.step("give each stage longer to become ready: raise vllm-omni's --stage-init-timeout (stage_init_timeout, "
+                   "300 s by default) above the slowest stage's download, load and warm-up")
     return draft.cite_consequences(event).done()
 
 

@@ -54,9 +54,10 @@ _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct",
 _NCCL_SPLIT = re.compile(r"\s+(?=[\w.-]+:\d+:\d+ \[\d+\] (?:[\w/.-]+:\d+ )?NCCL [A-Z]+ )")
 """Where NCCL lines flattened into one paragraph (a paste that lost its newlines) begin again."""
 _KUBE_TS = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)) ")
-_KUBE_SOURCE = re.compile(r"\[pod/[^/\]\s]+/[^\]\s]+\] ")
+_KUBE_SOURCE = re.compile(r"\[pod/([^/\]\s]+)/[^\]\s]+\] ")
 """``kubectl logs --prefix``'s source before every line (``[pod/vllm-7d9f8-abcde/vllm] ``), before its stamp
-with ``--timestamps``: the way to read every replica of a deployment (``-l app=vllm``) at once."""
+with ``--timestamps``: the way to read every replica of a deployment (``-l app=vllm``) at once.  The pod is the
+host of the line's process (a pod's host name is its name): replicas' processes of one pid stay apart."""
 _COMPOSE = re.compile(r"([A-Za-z0-9][\w.-]{0,62})\s+\| ?")
 _REPEATED = re.compile(r"\s*\[repeated (\d+)x across cluster\]\s*$")
 _VLLM = re.compile(
@@ -281,10 +282,10 @@ def pieces(line: str, lineno: int) -> list[Piece]:
     out: list[Piece] = []
     for segment in segments:
         text = _strip_colour(segment)
-        kube_ts = None
+        kube_ts = pod = None
         outer: Stamp | None = None
         if text[:5] == "[pod/" and (match := _KUBE_SOURCE.match(text)) is not None:
-            text = text[match.end() :]
+            pod, text = f"pod/{match.group(1)}", text[match.end() :]
         if text[:2] == "20" and (match := _KUBE_TS.match(text)) is not None:
             kube_ts, text = match.group(1), text[match.end() :]
         text, outer = _outer_prefix(text)
@@ -303,6 +304,8 @@ def pieces(line: str, lineno: int) -> list[Piece]:
             # (modal-runner-init-300s-timeout-during-torch-compile: console 14:38, vLLM 12:38), so one clock wins
             if outer is not None and piece.shape is not Shape.BARE:
                 piece = replace(piece, stamp=outer)
+            if pod is not None and piece.proc is not None and piece.proc.host is None:
+                piece = replace(piece, proc=Proc(piece.proc.name, piece.proc.pid, pod))
             out.append(piece)
     return out
 

@@ -160,6 +160,8 @@ def _killed_knob(event: Event, engine: Engine | None, version: Version | None) -
     if event.signal is Signal.ITERATION_TIMEOUT:
         return k.ITERATION, 60.0, "vLLM's default 60 s (the line does not print the limit)"
     if event.signal is Signal.ENGINE_READY_TIMEOUT:
+        if data.guard in ("dp-coordinator", "omni-stage"):
+            return None  # the coordinator's fixed 120 s, vllm-omni's --stage-init-timeout: no vLLM variable
         return k.ENGINE_READY, 600.0, "vLLM's default 600 s (the line does not print the limit)"
     if event.signal is Signal.HEARTBEAT_LOST:
         return k.RPC, 30.0, "3 × VLLM_RPC_TIMEOUT's default 10 s"
@@ -190,10 +192,6 @@ def _killed(timeline: Timeline, engine: Engine | None, version: Version | None, 
                   f"{fired.source}:{fired.line}", progressing)
 
 
-_POD_PREFIX = re.compile(r"\[pod/([\w.-]+)/[\w.-]+\] ")
-"""``kubectl logs --prefix``: ``[pod/NAME/CONTAINER] `` before each line."""
-
-
 def _outside_fired(timeline: Timeline) -> frozenset[str]:
     return frozenset(e.data.guard for e in timeline.of(Signal.EXTERNAL_GUARD)
                      if isinstance(e.data, Timeout) and e.data.guard)
@@ -222,8 +220,10 @@ def _platforms(timeline: Timeline) -> dict[Platform, str]:
         if Platform.K8S not in found:
             if guard == "k8s-probe":
                 found[Platform.K8S] = f"Kubernetes: the kubelet's {event.data.call} failed at {where}"  # type: ignore[union-attr]
-            elif (pod := _POD_PREFIX.search(event.text[:200])) is not None:
-                found[Platform.K8S] = f"Kubernetes: kubectl logs --prefix names pod {pod.group(1)} at {where}"
+            elif event.proc is not None and (event.proc.host or "").startswith("pod/"):
+                # kubectl logs --prefix's [pod/NAME/CONTAINER], kept as the process's host (logs/lines.py)
+                found[Platform.K8S] = (f"Kubernetes: kubectl logs --prefix names pod {event.proc.host[4:]} at "
+                                       f"{where}")
         if len(found) == 2:
             break
     return found

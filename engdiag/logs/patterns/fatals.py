@@ -182,6 +182,13 @@ STALLS_TIMEOUTS_FATALS: tuple[Rule, ...] = (
            r"died unexpectedly(?: \(exit code: (?P<code>-?\d+)\))?"),
         lambda m, t: [Failure(name=f"{m['who']} {m['name']}", exit_code=_i(m["code"]))],
     ),
+    # vllm-omni's stage processes: "[StageDiffusionClient] stage-1 [rep-0] StageDiffusionProc died unexpectedly (exit
+    # code -9)." (stage_diffusion_client.py:204) and its executor's "Diffusion worker(s) died unexpectedly: …"
+    # (vllm-omni issues 7496, 5827: -9, the kernel's OOM killer)
+    *(Rule(Signal.WORKER_DIED, literal,
+           _c(r"(?P<who>Stage\w*Proc|Diffusion worker\(s\)) died unexpectedly(?: \(exit code:? (?P<code>-?\d+)\))?"),
+           lambda m, t: [Failure(name=m["who"], exit_code=_i(m["code"]))])
+      for literal in ("Proc died unexpectedly", "worker(s) died unexpectedly")),
     Rule(
         Signal.WORKER_DIED,
         "died with exit code",
@@ -362,6 +369,15 @@ STALLS_TIMEOUTS_FATALS: tuple[Rule, ...] = (
         "Timed out waiting for new engine",
         _c(r"Timed out waiting for new engine(?: core processes to start(?:\. Waited (?P<s>\d+)s)?|s to send)"),
         lambda m, t: [Timeout(call="scale-up handshake", limit_s=_f(m["s"]), guard="engine-ready")],
+    ),
+    # vllm-omni's wait for each stage's process (stage_init_timeout, 300 s; stage_engine_core_client.py / 0.30's
+    # stage_diffusion_client.py): "TimeoutError: Timed out waiting for READY from StageEngineCoreProc after 600s.
+    # This typically indicates model loading or initialization is taking too long." (vllm-omni issues 2616, 2518)
+    Rule(
+        Signal.ENGINE_READY_TIMEOUT,
+        "Timed out waiting for READY from",
+        _c(r"Timed out waiting for READY from (?P<who>\w+) after (?P<s>\d+(?:\.\d+)?) ?s"),
+        lambda m, t: [Timeout(call=f"vllm-omni stage start-up ({m['who']})", limit_s=_f(m["s"]), guard="omni-stage")],
     ),
     Rule(
         Signal.ENGINE_READY_TIMEOUT,

@@ -1,0 +1,61 @@
+"""Messages read in vllm-omni's source (0.14, 0.22, 0.30) and LMCache's (0.3.3, 0.4.4, 0.5.6), each on both sides of
+its line.  The wordings are the source's (or the issue that quotes them); the readings issue #10's model."""
+
+from __future__ import annotations
+
+from tests.conftest import analysis_of, verdict_of
+
+_READY = ('(APIServer pid=4700) Traceback (most recent call last):\n'
+          '(APIServer pid=4700)   File "/x/vllm_omni/engine/stage_engine_core_proc.py", line 283, in _recv\n'
+          "(APIServer pid=4700) TimeoutError: Timed out waiting for READY from StageEngineCoreProc after 600s. This "
+          "typically indicates model loading or initialization is taking too long. Consider increasing "
+          "`stage_init_timeout` for large models.\n")
+
+
+def _steps(verdict) -> str:
+    return " ".join(f"{step.text} {step.command or ''}" for step in verdict.next_steps)
+
+
+_LOADING = ("Loading safetensors checkpoint shards:  30% Completed | 3/10 [03:00<07:00, 60.00s/it]\n"
+            "Loading safetensors checkpoint shards:  40% Completed | 4/10 [04:00<06:00, 60.00s/it]\n")
+
+
+def test_a_vllm_omni_stage_that_was_not_ready_in_time_is_a_slow_start_up_with_its_own_knob(tmp_path):
+    """stage_init_timeout guards each stage's process (vllm-omni issues 2616, 2518): vLLM's ready timeout is not it."""
+    result = analysis_of(tmp_path, _LOADING + _READY)
+    assert result.verdict.kind.value == "slow" and "vllm-omni stage" in result.verdict.headline
+    assert result.model.guard is not None and result.model.guard.name == "vllm-omni stage start-up timeout"
+    steps = _steps(result.verdict)
+    assert "--stage-init-timeout" in steps and "VLLM_ENGINE_READY_TIMEOUT_S" not in steps
+    # the stage's wait alone, none of its work in sight: a slow load and a stage stuck on a broken checkpoint end
+    # alike (omni-stage-ready-timeout-incomplete-weights)
+    alone = verdict_of(tmp_path, _READY)
+    assert alone.kind.value == "unknown" and "weight loading" in (alone.undecided or "")
+    # vLLM's own engine-core wait still names vLLM's variable
+    upstream = verdict_of(tmp_path, "TimeoutError: Timed out waiting for engine core processes to start. This is often "
+                                    "caused by slow weight loading for large models. Waited 600s (configured by "
+                                    "VLLM_ENGINE_READY_TIMEOUT_S).\n")
+    assert upstream.kind.value == "slow" and "VLLM_ENGINE_READY_TIMEOUT_S" in _steps(upstream)
+
+
+def test_a_vllm_omni_stage_process_that_died_is_a_dead_worker(tmp_path):
+    """"StageDiffusionProc died unexpectedly (exit code -9)" (vllm-omni issues 7496, 5827): SIGKILL, host memory."""
+    line = ("(APIServer pid=4700) ERROR 07-01 20:30:02 [stage_diffusion_client.py:204] [StageDiffusionClient] stage-1 "
+            "[rep-0] StageDiffusionProc died unexpectedly (exit code -9).\n")
+    killed = verdict_of(tmp_path, line)
+    assert killed.kind.value == "crashed" and "SIGKILL" in killed.headline
+    assert verdict_of(tmp_path, line.replace(" (exit code -9)", "")).kind.value == "crashed"
+    # a stage that is only slow to answer is no death
+    assert verdict_of(tmp_path, line.replace("died unexpectedly (exit code -9)", "is starting")).kind.value != "crashed"
+
+
+_LMCACHE = ("[2025-09-01 10:00:0{s},000] LMCache WARNING: Failed to allocate memory object, retrying... "
+            "({file}:553:lmcache.v1.storage_backend.{module})\n")
+
+
+def test_lmcaches_full_transfer_buffer_names_the_setting_of_its_release(tmp_path):
+    """0.3's NIXL connector sizes it with nixl_buffer_size; 0.4+'s PD backend with pd_buffer_size (0.5.6 config.py)."""
+    for file, variable in (("pd_backend.py", "LMCACHE_PD_BUFFER_SIZE"), ("nixl_connector_v3.py", "LMCACHE_NIXL_BUFFER_SIZE")):
+        verdict = verdict_of(tmp_path, "".join(_LMCACHE.format(s=s, file=file, module=file[:-3]) for s in range(4)))
+        assert verdict.kind.value == "fragmented"
+        assert variable in _steps(verdict), file
