@@ -59,3 +59,20 @@ def test_lmcaches_full_transfer_buffer_names_the_setting_of_its_release(tmp_path
         verdict = verdict_of(tmp_path, "".join(_LMCACHE.format(s=s, file=file, module=file[:-3]) for s in range(4)))
         assert verdict.kind.value == "fragmented"
         assert variable in _steps(verdict), file
+
+
+_POOL = ("(Worker_TP0 pid=4811) ERROR 07-01 20:30:01 [mooncake_transfer_engine_connector.py:462] Pool exhausted, cannot "
+         "put data size 220042915\n")
+_KV_WAIT = ("(Worker_TP0 pid=4811) ERROR 07-01 20:30:31 [kv_transfer_manager.py:1565] Timeout waiting for KV cache for "
+            "request chatcmpl-8a02 after 30.0s\n")
+
+
+def test_a_full_vllm_omni_transfer_pool_is_the_cause_of_the_stage_wait_after_it(tmp_path):
+    """The sender's put fails on a full memory_pool_size, so the payload never leaves (vllm-omni issue 3743)."""
+    both = verdict_of(tmp_path, _POOL + _KV_WAIT)
+    assert both.kind.value == "fragmented" and "transfer pool" in both.headline
+    assert "memory_pool_size" in _steps(both)
+    # the wait alone still reads as the stage before never delivering
+    assert verdict_of(tmp_path, _KV_WAIT).kind.value == "deadlocked"
+    # a full pool after the wait did not cause it
+    assert verdict_of(tmp_path, _KV_WAIT + _POOL.replace("20:30:01", "20:30:40")).kind.value == "deadlocked"

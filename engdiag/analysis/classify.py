@@ -81,6 +81,10 @@ def root_fault(facts: Facts) -> Verdict | None:
         # then gloo; vLLM issue 12189: workers raised "Cannot re-initialize CUDA in forked subprocess", then the
         # store timed out waiting for them)
         return crashes.crash(facts, raised)
+    if root.signal is Signal.COMM_TIMEOUT and any(facts.at(e) <= facts.at(root)
+                                                  for e in facts.t.of(Signal.KV_BUFFER_FULL)):
+        # the payload the wait is for never left a full transfer pool (vllm-omni issue 3743)
+        return kv_transfer.buffer_full(facts)
     if root.signal is Signal.NCCL_WATCHDOG_TIMEOUT or root.signal in waits.UNSATISFIABLE:
         return wait_rules.unsatisfiable_wait(facts, root)
     return crashes.crash(facts, root)

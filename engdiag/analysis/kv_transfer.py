@@ -29,12 +29,13 @@ from __future__ import annotations
 from engdiag.analysis.draft import Draft
 from engdiag.analysis.facts import Facts
 from engdiag.analysis.verdict import Kind, MemoryKind, Role, Verdict
-from engdiag.logs.events import Event, Signal, Timeout
+from engdiag.logs.events import Event, Failure, Signal, Timeout
 from engdiag.logs.patterns.kv_transfer import (
     ASCEND_HOLD,
     LLMDD_HOLD,
     MOONCAKE_HOLD,
     MOONCAKE_LEASE,
+    OMNI_POOL,
     POOL_SHORT,
 )
 
@@ -50,6 +51,8 @@ def buffer_full(facts: Facts) -> Verdict | None:
     full = facts.t.of(Signal.KV_BUFFER_FULL)
     if not full:
         return None
+    if any(isinstance(e.data, Failure) and e.data.name == OMNI_POOL for e in full):
+        return _omni_pool_full(facts, full)
     retries = facts.t.counts.get(Signal.KV_BUFFER_FULL, len(full))
     draft = Draft(facts, Kind.FRAGMENTED, 0.7 if retries >= _RETRIES_THAT_SETTLE_IT else 0.5,
                   f"KV transfer buffer full: LMCache found no free block for a KV chunk and retried "
@@ -67,6 +70,21 @@ def buffer_full(facts: Facts) -> Verdict | None:
                    "export LMCACHE_NIXL_BUFFER_SIZE=$((8 << 30))")
     draft.step("blocks are freed as the other side reads them: check that the decode instance is up and pulling "
                "(its log at the same time)")
+    return draft.cite_consequences(full[0]).done()
+
+
+def _omni_pool_full(facts: Facts, full: list[Event]) -> Verdict:
+    """vllm-omni's transfer pool had no room for a stage's payload: the next stage's wait for it is the echo."""
+    draft = Draft(facts, Kind.FRAGMENTED, 0.65,
+                  "transfer buffer full: a vllm-omni stage's transfer pool had no room for a payload, so it was never "
+                  "sent — the next stage's wait for it runs out as a consequence")
+    draft.sub_kind = MemoryKind.KV_PRESSURE
+    draft.generic_steps = False  # the engine's KV-cache knobs do not size the connector's pool
+    draft.cite(full[0], Role.ROOT_CAUSE, "the sending stage's pool: no room for the payload")
+    draft.step("give the stages' connector a bigger transfer pool (memory_pool_size in its connector config, 1 GiB "
+               "by default) above the largest payload a request sends")
+    draft.step("check that the receiving stage collects its payloads (the sender's 'TTL expired … stale buffer' "
+               "lines mean it does not)")
     return draft.cite_consequences(full[0]).done()
 
 

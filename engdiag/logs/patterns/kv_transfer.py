@@ -7,7 +7,7 @@ Each wording was read in the source of the release that prints it; the comment n
 
 from __future__ import annotations
 
-from engdiag.logs.events import Signal, Timeout
+from engdiag.logs.events import Failure, Signal, Timeout
 from engdiag.logs.patterns.base import Rule, _c, _const, _i
 
 NIXL_LEASE = "nixl-lease"
@@ -21,6 +21,9 @@ ASCEND_HOLD = "ascend-hold"
 (VLLM_NIXL_ABORT_REQUEST_TIMEOUT) but have no lease to configure."""
 MOONCAKE_LEASE = "mooncake-lease"
 """The MooncakeConnector's lease on those blocks, when leases are on (0.34: kv_lease_duration)."""
+
+OMNI_POOL = "vllm-omni transfer pool"
+"""vllm-omni's connectors' buffer for payloads sent between stages (memory_pool_size, 1 GiB by default)."""
 
 POOL_SHORT = _c(r"available_size\(\)=(?P<free>\d+) < need_size=(?P<need>\d+)")
 """kvcached's pool, short of blocks: how many were free, how many the step needed."""
@@ -39,6 +42,12 @@ KV_TRANSFER: tuple[Rule, ...] = (
     # < need_size=%d" and returns None (kvcached/kv_cache_manager.py; its C++ block manager prints the same), which
     # vLLM's block pool then asserts on (kvcached-shared-pool-exhausted-assert: six engines on one MI300X).
     Rule(Signal.KV_POOL_EXHAUSTED, "< need_size=", POOL_SHORT),
+    # vllm-omni's stage-to-stage connectors (0.22–0.30 mooncake_transfer_engine_connector.py:462, the MORI one's :433):
+    # "Pool exhausted, cannot put data size 220042915" / "Pool exhausted for N bytes" — the sending stage's transfer
+    # pool (memory_pool_size, 1 GiB) has no room, the put fails and the payload is never sent, so the next stage's
+    # wait for it runs out (vllm-omni issue 3743: fixed by a bigger memory_pool_size)
+    Rule(Signal.KV_BUFFER_FULL, "Pool exhausted", _c(r"Pool exhausted(?:, cannot put data size| for) \d+"),
+         _const(Failure(name=OMNI_POOL))),
     # vLLM's and vllm-ascend's MooncakeConnector on the prefill side, as a request finishes for remote decode:
     # "Delaying free of %d blocks for request %s" (mooncake_connector.py request_finished): the blocks stay
     # allocated until the decode side pulls them (ascend-pd-prefill-node-hang-preemption-disabled-kv-full).
