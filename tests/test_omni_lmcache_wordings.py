@@ -76,3 +76,22 @@ def test_a_full_vllm_omni_transfer_pool_is_the_cause_of_the_stage_wait_after_it(
     assert verdict_of(tmp_path, _KV_WAIT).kind.value == "deadlocked"
     # a full pool after the wait did not cause it
     assert verdict_of(tmp_path, _KV_WAIT + _POOL.replace("20:30:01", "20:30:40")).kind.value == "deadlocked"
+
+
+_NO_EVICTION = ("(Worker_TP0 pid=4811) [2026-07-01 20:30:3{s},000] LMCache WARNING: No eviction candidates found in local "
+                "cpu backend. Local cpu memory is under pressure. Waiting for 0.1 seconds before retrying. "
+                "(local_cpu_backend.py:860:lmcache.v1.storage_backend.local_cpu_backend)\n")
+_SERVING = ("(APIServer pid=4700) INFO 07-01 20:30:{s} [loggers.py:127] Engine 000: Avg prompt throughput: 0.0 tokens/s, "
+            "Avg generation throughput: {g} tokens/s, Running: 24 reqs, Waiting: 3 reqs, GPU KV cache usage: 61.2%, "
+            "Prefix cache hit rate: 12.0%\n")
+
+
+def test_lmcaches_cpu_pool_with_nothing_to_evict_holds_the_worker_unless_the_engine_serves_on(tmp_path):
+    """LocalCPUBackend loops 0.1 s at a time with no limit (0.5.6 local_cpu_backend.py:860; LMCache issue 2942)."""
+    waits = "".join(_NO_EVICTION.format(s=s) for s in range(5))
+    stuck = verdict_of(tmp_path, _SERVING.format(s="20", g="412.0") + waits + _SERVING.format(s="50", g="0.0"))
+    assert stuck.kind.value == "fragmented" and "LMCache's CPU pool" in stuck.headline
+    assert "max_local_cpu_size" in _steps(stuck)
+    # tokens still flowing after the waits: pressure on the offload tier, not a worker held in it
+    served = verdict_of(tmp_path, waits + _SERVING.format(s="50", g="412.0"))
+    assert "LMCache's CPU pool" not in served.headline

@@ -33,6 +33,7 @@ from engdiag.logs.events import Event, Failure, Signal, Timeout
 from engdiag.logs.patterns.kv_transfer import (
     ASCEND_HOLD,
     LLMDD_HOLD,
+    LMCACHE_CPU,
     MOONCAKE_HOLD,
     MOONCAKE_LEASE,
     OMNI_POOL,
@@ -53,6 +54,8 @@ def buffer_full(facts: Facts) -> Verdict | None:
         return None
     if any(isinstance(e.data, Failure) and e.data.name == OMNI_POOL for e in full):
         return _omni_pool_full(facts, full)
+    if all(isinstance(e.data, Failure) and e.data.name == LMCACHE_CPU for e in full):
+        return _lmcache_cpu_full(facts, full)
     retries = facts.t.counts.get(Signal.KV_BUFFER_FULL, len(full))
     draft = Draft(facts, Kind.FRAGMENTED, 0.7 if retries >= _RETRIES_THAT_SETTLE_IT else 0.5,
                   f"KV transfer buffer full: LMCache found no free block for a KV chunk and retried "
@@ -70,6 +73,26 @@ def buffer_full(facts: Facts) -> Verdict | None:
                    "export LMCACHE_NIXL_BUFFER_SIZE=$((8 << 30))")
     draft.step("blocks are freed as the other side reads them: check that the decode instance is up and pulling "
                "(its log at the same time)")
+    return draft.cite_consequences(full[0]).done()
+
+
+def _lmcache_cpu_full(facts: Facts, full: list[Event]) -> Verdict | None:
+    """LMCache's CPU pool had nothing to evict and its store kept waiting: stuck there unless the engine served on."""
+    if any(s.generation_tps > 0 and facts.at(e) > facts.at(full[-1]) for e, s in facts.stats):
+        return None  # tokens after the waits: pressure on the offload tier, the engine went on
+    retries = facts.t.counts.get(Signal.KV_BUFFER_FULL, len(full))
+    draft = Draft(facts, Kind.FRAGMENTED, 0.6 if retries >= _RETRIES_THAT_SETTLE_IT else 0.4,
+                  f"KV offload pool full: LMCache's CPU pool had no chunk it could evict and its store waited "
+                  f"{retries} time{'s' if retries != 1 else ''}, without end — the worker waits inside LMCache")
+    draft.sub_kind = MemoryKind.KV_PRESSURE
+    draft.generic_steps = False  # the engine's own KV-cache knobs do not size LMCache's host pool
+    draft.cite(full[0], Role.ROOT_CAUSE, "LMCache's CPU pool: every chunk in use, none to evict")
+    if len(full) > 1:
+        draft.cite(full[-1], Role.SUPPORTING, "still waiting")
+    draft.undecided = "whether chunks stay pinned for good (a leak) or only while requests run (a pool too small)"
+    draft.step("give LMCache's CPU pool more host memory (max_local_cpu_size in its config, GB, 5 by default), or "
+               "offload less")
+    draft.step("chunks pinned for good are a leak: an LMCache whose pin monitor frees them (pin_timeout_sec) ends it")
     return draft.cite_consequences(full[0]).done()
 
 

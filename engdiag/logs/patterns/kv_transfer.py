@@ -22,6 +22,8 @@ ASCEND_HOLD = "ascend-hold"
 MOONCAKE_LEASE = "mooncake-lease"
 """The MooncakeConnector's lease on those blocks, when leases are on (0.34: kv_lease_duration)."""
 
+LMCACHE_CPU = "LMCache CPU pool"
+"""LMCache's local CPU backend, the host-memory tier of the KV cache (max_local_cpu_size, 5 GB by default)."""
 OMNI_POOL = "vllm-omni transfer pool"
 """vllm-omni's connectors' buffer for payloads sent between stages (memory_pool_size, 1 GiB by default)."""
 
@@ -42,6 +44,11 @@ KV_TRANSFER: tuple[Rule, ...] = (
     # < need_size=%d" and returns None (kvcached/kv_cache_manager.py; its C++ block manager prints the same), which
     # vLLM's block pool then asserts on (kvcached-shared-pool-exhausted-assert: six engines on one MI300X).
     Rule(Signal.KV_POOL_EXHAUSTED, "< need_size=", POOL_SHORT),
+    # LMCache's local CPU backend with nothing it may evict (every chunk in use or pinned) loops while the store
+    # waits: "No eviction candidates found in local cpu backend. Local cpu memory is under pressure. Waiting for 0.1
+    # seconds before retrying." (0.4.4 local_cpu_backend.py:569/:693, 0.5.6 :724/:860; no attempt limit)
+    Rule(Signal.KV_BUFFER_FULL, "No eviction candidates found in local cpu", _c(r"No eviction candidates found in local cpu"),
+         _const(Failure(name=LMCACHE_CPU))),
     # vllm-omni's stage-to-stage connectors (0.22–0.30 mooncake_transfer_engine_connector.py:462, the MORI one's :433):
     # "Pool exhausted, cannot put data size 220042915" / "Pool exhausted for N bytes" — the sending stage's transfer
     # pool (memory_pool_size, 1 GiB) has no room, the put fails and the payload is never sent, so the next stage's
