@@ -65,6 +65,11 @@ def verdict_of(tmp_path: Path, text: str):
     return analysis_of(tmp_path, text).verdict
 
 
+def steps_of(verdict) -> str:
+    """A verdict's next steps as one text, each step's words then its command."""
+    return " ".join(f"{step.text} {step.command or ''}" for step in verdict.next_steps)
+
+
 def write_log(path: Path, lines: Iterable[str]) -> Path:
     path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     return path

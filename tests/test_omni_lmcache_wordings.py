@@ -3,17 +3,13 @@ its line.  The wordings are the source's (or the issue that quotes them); the re
 
 from __future__ import annotations
 
-from tests.conftest import analysis_of, verdict_of
+from tests.conftest import analysis_of, steps_of, verdict_of
 
 _READY = ('(APIServer pid=4700) Traceback (most recent call last):\n'
           '(APIServer pid=4700)   File "/x/vllm_omni/engine/stage_engine_core_proc.py", line 283, in _recv\n'
           "(APIServer pid=4700) TimeoutError: Timed out waiting for READY from StageEngineCoreProc after 600s. This "
           "typically indicates model loading or initialization is taking too long. Consider increasing "
           "`stage_init_timeout` for large models.\n")
-
-
-def _steps(verdict) -> str:
-    return " ".join(f"{step.text} {step.command or ''}" for step in verdict.next_steps)
 
 
 _LOADING = ("Loading safetensors checkpoint shards:  30% Completed | 3/10 [03:00<07:00, 60.00s/it]\n"
@@ -25,7 +21,7 @@ def test_a_vllm_omni_stage_that_was_not_ready_in_time_is_a_slow_start_up_with_it
     result = analysis_of(tmp_path, _LOADING + _READY)
     assert result.verdict.kind.value == "slow" and "vllm-omni stage" in result.verdict.headline
     assert result.model.guard is not None and result.model.guard.name == "vllm-omni stage start-up timeout"
-    steps = _steps(result.verdict)
+    steps = steps_of(result.verdict)
     assert "--stage-init-timeout" in steps and "VLLM_ENGINE_READY_TIMEOUT_S" not in steps
     # the stage's wait alone, none of its work in sight: a slow load and a stage stuck on a broken checkpoint end
     # alike (omni-stage-ready-timeout-incomplete-weights)
@@ -35,7 +31,7 @@ def test_a_vllm_omni_stage_that_was_not_ready_in_time_is_a_slow_start_up_with_it
     upstream = verdict_of(tmp_path, "TimeoutError: Timed out waiting for engine core processes to start. This is often "
                                     "caused by slow weight loading for large models. Waited 600s (configured by "
                                     "VLLM_ENGINE_READY_TIMEOUT_S).\n")
-    assert upstream.kind.value == "slow" and "VLLM_ENGINE_READY_TIMEOUT_S" in _steps(upstream)
+    assert upstream.kind.value == "slow" and "VLLM_ENGINE_READY_TIMEOUT_S" in steps_of(upstream)
 
 
 def test_a_vllm_omni_stage_process_that_died_is_a_dead_worker(tmp_path):
@@ -58,7 +54,7 @@ def test_lmcaches_full_transfer_buffer_names_the_setting_of_its_release(tmp_path
     for file, variable in (("pd_backend.py", "LMCACHE_PD_BUFFER_SIZE"), ("nixl_connector_v3.py", "LMCACHE_NIXL_BUFFER_SIZE")):
         verdict = verdict_of(tmp_path, "".join(_LMCACHE.format(s=s, file=file, module=file[:-3]) for s in range(4)))
         assert verdict.kind.value == "fragmented"
-        assert variable in _steps(verdict), file
+        assert variable in steps_of(verdict), file
 
 
 _POOL = ("(Worker_TP0 pid=4811) ERROR 07-01 20:30:01 [mooncake_transfer_engine_connector.py:462] Pool exhausted, cannot "
@@ -71,7 +67,7 @@ def test_a_full_vllm_omni_transfer_pool_is_the_cause_of_the_stage_wait_after_it(
     """The sender's put fails on a full memory_pool_size, so the payload never leaves (vllm-omni issue 3743)."""
     both = verdict_of(tmp_path, _POOL + _KV_WAIT)
     assert both.kind.value == "fragmented" and "transfer pool" in both.headline
-    assert "memory_pool_size" in _steps(both)
+    assert "memory_pool_size" in steps_of(both)
     # the wait alone still reads as the stage before never delivering
     assert verdict_of(tmp_path, _KV_WAIT).kind.value == "deadlocked"
     # a full pool after the wait did not cause it
@@ -91,7 +87,7 @@ def test_lmcaches_cpu_pool_with_nothing_to_evict_holds_the_worker_unless_the_eng
     waits = "".join(_NO_EVICTION.format(s=s) for s in range(5))
     stuck = verdict_of(tmp_path, _SERVING.format(s="20", g="412.0") + waits + _SERVING.format(s="50", g="0.0"))
     assert stuck.kind.value == "fragmented" and "LMCache's CPU pool" in stuck.headline
-    assert "max_local_cpu_size" in _steps(stuck)
+    assert "max_local_cpu_size" in steps_of(stuck)
     # tokens still flowing after the waits: pressure on the offload tier, not a worker held in it
     served = verdict_of(tmp_path, waits + _SERVING.format(s="50", g="412.0"))
     assert "LMCache's CPU pool" not in served.headline

@@ -4,7 +4,7 @@ model."""
 
 from __future__ import annotations
 
-from tests.conftest import analysis_of, verdict_of
+from tests.conftest import analysis_of, steps_of, verdict_of
 
 _WATCHDOG = ("[rank1]:[E324 13:00:25.428029551 compiler_depend.ts:574] [Rank 1] Watchdog caught collective operation "
              "timeout: Work{b}(SeqNum=196, OpType=ALLREDUCE, Timeout(ms)=3600000) ran for 3600185 milliseconds before "
@@ -55,20 +55,16 @@ _LLMDD = ("(EngineCore_DP0 pid=4750) WARNING 07-01 20:30:01 [llmdatadist_c_mgr_c
           "can 'export {knob}=600' (10 minutes) to relax the timeout condition.\n")
 
 
-def _steps(verdict) -> str:
-    return " ".join(f"{step.text} {step.command or ''}" for step in verdict.next_steps)
-
-
 def test_vllm_ascends_prefill_holds_name_the_variable_that_sets_them(tmp_path):
     """LLMDataDist's hold (0.9.1: its own variable, 120 s; 0.11: NIXL's) and 0.11 Mooncake's "Force freed request"."""
     old = verdict_of(tmp_path, _LLMDD.format(within=" in 120s", knob="VLLM_LLMDD_ABORT_REQUEST_TIMEOUT"))
     assert old.kind.value == "unknown" and "within 120 s" in old.headline
-    assert "VLLM_LLMDD_ABORT_REQUEST_TIMEOUT" in _steps(old)
+    assert "VLLM_LLMDD_ABORT_REQUEST_TIMEOUT" in steps_of(old)
     for text in (_LLMDD.format(within="", knob="VLLM_NIXL_ABORT_REQUEST_TIMEOUT"),
                  "(Worker_TP0 pid=4811) INFO 07-01 20:30:01 [mooncake_connector.py:124] Force freed request: cmpl-7\n"):
         verdict = verdict_of(tmp_path, text)
         assert verdict.kind.value == "unknown" and "freed KV blocks" in verdict.headline
-        steps = _steps(verdict)
+        steps = steps_of(verdict)
         assert "VLLM_NIXL_ABORT_REQUEST_TIMEOUT" in steps and "kv_lease_duration" not in steps  # no lease to set
     # the fork's Mooncake wording with its seconds stays the hold set short
     short = verdict_of(tmp_path, "(Worker_DP3_TP1_EP25 pid=649) ERROR 08-29 09:12:47 [mooncake_connector.py:233] Force "
