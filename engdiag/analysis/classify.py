@@ -29,6 +29,7 @@ from engdiag.analysis import (
     external_guards,
     guards,
     kv_transfer,
+    lmcache,
     memory,
     phase_rules,
     silent_waits,
@@ -133,6 +134,7 @@ RULES: tuple[Callable[[Facts], Verdict | None], ...] = (
     stalls.stack_in_launch,
     stalls.stack_in_collective,
     traces.stopped_traces,
+    lmcache.slow_tier,
     silent_waits.core_waits,
     silent_waits.api_waits,
     silent_waits.placement_wait,
@@ -146,6 +148,7 @@ RULES: tuple[Callable[[Facts], Verdict | None], ...] = (
     phase_rules.startup_stopped,
     kv_transfer.hold_expired,
     benign.template_timeout,
+    lmcache.offload_skipped,
     benign.quiet,
 )
 

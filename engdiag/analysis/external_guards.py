@@ -15,6 +15,7 @@ Domain facts encoded here:
 
 from __future__ import annotations
 
+from engdiag.analysis import lmcache
 from engdiag.analysis.draft import Draft
 from engdiag.analysis.facts import Facts
 from engdiag.analysis.verdict import Kind, Role, Verdict
@@ -34,6 +35,8 @@ def external_guard(facts: Facts) -> Verdict | None:
         return None
     event = fired[0]
     g = facts.model.guard
+    if g is not None and g.owner == "LMCache":
+        return lmcache.server_start(facts, event, g)
     name = g.name if g is not None and g.owner != "vLLM" else "an outside health check"
     client = g is not None and g.owner == "client"
     if client:

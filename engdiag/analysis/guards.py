@@ -11,6 +11,7 @@ from __future__ import annotations
 from engdiag.analysis.facts import Facts
 from engdiag.analysis.model import Activity, Guard
 from engdiag.logs.events import Event, Failure, NcclWork, Phase, Signal, Timeout
+from engdiag.logs.patterns.lmcache import LMCACHE_AUTOSTART
 from engdiag.logs.patterns.waits import ASCEND_TASK, MOONCAKE, OMNI_KV, TT_METAL
 from engdiag.timeouts.knobs import (
     DISTRIBUTED,
@@ -141,6 +142,10 @@ def _guard_for(facts: Facts, event: Event) -> Guard:
             limit, origin = armed[-1], "printed"
         return Guard("platform start-up timeout", "platform", limit, origin if limit is not None else "the launcher's own setting",
                      "the server becoming ready after launch", "the launcher's start-up timeout", *where)
+    if signal is Signal.EXTERNAL_GUARD and data.guard == LMCACHE_AUTOSTART:
+        return Guard("LMCache MP server start-up wait", "LMCache", limit or 90.0, origin if limit else "default",
+                     "the LMCache MP server vLLM started answering its health check",
+                     "lmcache.mp.autostart.wait_timeout", *where)
     if signal is Signal.EXTERNAL_GUARD and data.guard == "client":
         return Guard("client request timeout", "client", limit, origin if limit is not None else "the client's own setting",
                      "the whole request, as the client waits for its answer", "client request timeout", *where)

@@ -57,6 +57,8 @@ def buffer_full(facts: Facts) -> Verdict | None:
     if all(isinstance(e.data, Failure) and e.data.name == LMCACHE_CPU for e in full):
         return _lmcache_cpu_full(facts, full)
     retries = facts.t.counts.get(Signal.KV_BUFFER_FULL, len(full))
+    if retries == len(full):  # every line kept: the allocator's DEBUG reason for a retry is not one more retry
+        retries = sum(1 for e in full if "retrying" in e.text) or retries
     draft = Draft(facts, Kind.FRAGMENTED, 0.7 if retries >= _RETRIES_THAT_SETTLE_IT else 0.5,
                   f"KV transfer buffer full: LMCache found no free block for a KV chunk and retried "
                   f"{retries} time{'s' if retries != 1 else ''}, without end — the request waits on the buffer")

@@ -55,6 +55,7 @@ ANOMALIES = FATAL | frozenset(
         Signal.KV_POOL_EXHAUSTED,
         Signal.KV_LEASE_EXPIRED,
         Signal.KV_READ_LATE,
+        Signal.LMCACHE_DEGRADED,
     }
 )
 """Signals that something went wrong: every fatal one, and the warnings that precede or accompany them."""

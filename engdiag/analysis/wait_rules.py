@@ -28,6 +28,7 @@ from engdiag.analysis.draft import Draft
 from engdiag.analysis.facts import Facts, stalled
 from engdiag.analysis.verdict import Kind, Role, Verdict
 from engdiag.logs.events import Event, NcclWork, Peer, Rendezvous, Signal, Timeout
+from engdiag.logs.patterns.lmcache import LMCACHE_SERVER
 from engdiag.logs.patterns.waits import ASCEND_TASK, DIVERGED_OUTPUTS, MOONCAKE, OMNI_KV, STORE_LOST, TT_METAL
 
 _NODE_PIN = re.compile(r"'node:(?P<ip>[0-9a-fA-F.:]+)'")
@@ -60,6 +61,9 @@ def _comm_steps(draft: Draft, event: Event) -> None:
             draft.step("on a headless node, check that the head's address and RPC port are reachable from it",
                        'nc -vz "${DATA_PARALLEL_ADDRESS:?set it to the address given as --data-parallel-address}" 29550   '
                        '# the default --data-parallel-rpc-port')
+        elif meet.what == LMCACHE_SERVER:
+            draft.step("start the LMCache MP server before vLLM (or let vLLM start it: lmcache.mp.autostart), and "
+                       "check that this node reaches it at lmcache.mp.host / lmcache.mp.port (kv_connector_extra_config)")
         elif meet.what == "hccl":
             draft.step("check every NPU's NIC link and that no other process holds HCCL's ports (on every node)",
                        "for i in 0 1 2 3 4 5 6 7; do hccn_tool -i $i -link -g; done")

@@ -16,6 +16,7 @@ from engdiag.analysis.facts import Facts, is_startup_work
 from engdiag.analysis.model import Wait
 from engdiag.analysis.timeline import is_progress
 from engdiag.logs.events import Event, NcclWork, Peer, Phase, Progress, Rendezvous, ShmStall, Signal, Timeout
+from engdiag.logs.patterns.lmcache import LMCACHE_SERVER
 from engdiag.logs.patterns.waits import MOONCAKE, OMNI_KV, STORE_LOST, TT_METAL
 from engdiag.roles import Role as ProcRole
 from engdiag.units import plural
@@ -206,6 +207,9 @@ def _rendezvous(facts: Facts) -> Iterable[Wait]:
         elif meet.what == "front-end":
             on = "the front-end process (the API server, or the data-parallel head)"
             why = "it never answered the engine core's handshake: gone, or not at the address the engine was given"
+        elif meet.what == LMCACHE_SERVER:
+            on = "LMCache's MP server"
+            why = "it never answered vLLM's registration: not running, or not reachable from this node"
         elif meet.what == "hccl":
             on = f"HCCL {meet.address}" if meet.address else "its HCCL peers"
             why = meet.error or "the HCCL link to it was never established"

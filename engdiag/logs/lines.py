@@ -189,6 +189,11 @@ def _parse(
             fileinfo=f"{match['file']}:{match['fl']}",
             **common,
         )
+    if "LMCache " in rest[:40]:
+        from engdiag.logs.lmcache_lines import lmcache_piece  # only logs with LMCache's lines pay for it
+
+        if (found := lmcache_piece(rest, proc, common)) is not None:
+            return found
     if (match := _UVICORN.match(rest)) is not None:
         msg = rest[match.end() :]
         shape = Shape.ACCESS if ACCESS.match(msg) else Shape.LEVEL

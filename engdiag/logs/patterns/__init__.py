@@ -20,6 +20,7 @@ from engdiag.logs.patterns.captures import CAPTURES
 from engdiag.logs.patterns.fatals import STALLS_TIMEOUTS_FATALS
 from engdiag.logs.patterns.guards import GUARDS, SHUTDOWN
 from engdiag.logs.patterns.kv_transfer import KV_TRANSFER
+from engdiag.logs.patterns.lmcache import LMCACHE
 from engdiag.logs.patterns.memory import MEMORY, size_bytes
 from engdiag.logs.patterns.progress import PROGRESS
 from engdiag.logs.patterns.sites import ALLOCATING, FORWARD
@@ -47,6 +48,7 @@ RULES: tuple[Rule, ...] = (
     *STALLS_TIMEOUTS_FATALS,
     *WAITS,
     *KV_TRANSFER,
+    *LMCACHE,
     *GUARDS,
     *CAPTURES,
     *SHUTDOWN,

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 
 from engdiag.logs.events import Failure, Payload, Phase, Rendezvous, Signal, Timeout
 from engdiag.logs.patterns.base import Rule, _c, _const, _f
+from engdiag.logs.patterns.lmcache import LMCACHE_AUTOSTART
 
 _SERVER = r"(?:vLLM|vllm|VLLM|[Ss]erver|[Ss]ervice|[Ee]ndpoint|[Mm]odel|[Ii]nstance)"
 _LIMIT = r"(?:(?P<n>\d+(?:\.\d+)?) ?(?P<u>ms|s|secs?|seconds?|m|mins?|minutes?)\b|(?:the )?timeout|expected time)"
@@ -36,6 +37,11 @@ def _limit(found: re.Match[str] | None) -> float | None:
 
 
 def _deadline_within(match: re.Match[str], text: str) -> Iterable[Payload]:
+    if "LMCache MP server" in text:
+        # LMCache's own wait for the MP server vLLM started for it (0.5.6 mp_server_launcher.py:473, "LMCache MP
+        # server did not become healthy within %ss. server_url=…"): its limit, not a platform's
+        yield Timeout(call="LMCache MP server start-up", limit_s=_limit(match), guard=LMCACHE_AUTOSTART)
+        return
     yield Timeout(call="server start-up", limit_s=_limit(match), guard="platform")
 
 
