@@ -91,3 +91,76 @@ def test_lmcaches_cpu_pool_with_nothing_to_evict_holds_the_worker_unless_the_eng
     # tokens still flowing after the waits: pressure on the offload tier, not a worker held in it
     served = verdict_of(tmp_path, waits + _SERVING.format(s="50", g="412.0"))
     assert "LMCache's CPU pool" not in served.headline
+
+
+def test_a_stage_input_that_never_came_is_a_wait_on_the_stage_before_with_its_own_knob(tmp_path):
+    """vllm-omni's scheduler gives up on a request's input after VLLM_OMNI_INPUT_WAIT_TIMEOUT_S (0.30
+    omni_scheduler_mixin.py:452, 600 s; 0.22 :105, 300 s), 10–20× the KV wait: the stage before never sent it."""
+    head = "(StageEngineCoreProc pid=4750) WARNING 07-01 20:30:01 "
+    for line in ("[omni_scheduler_mixin.py:452] Marking 1 request(s) as FINISHED_ERROR after waiting > 600s for "
+                 "connector input: ['chatcmpl-8a02']",
+                 "[omni_scheduler_mixin.py:552] Marking 2 request(s) as FINISHED_ERROR after stalling > 600s waiting "
+                 "for a chunk: ['a', 'b']",
+                 "[omni_scheduling_coordinator.py:275] [Coordinator stage-1] Request chatcmpl-8a02 timed out waiting "
+                 "for input (waited > 600s)",
+                 "[omni_scheduling_coordinator.py:305] [Coordinator stage-1] Request r timed out waiting for "
+                 "chunk/input (waited > 300s)"):
+        result = analysis_of(tmp_path, head + line + "\n")
+        assert result.verdict.kind.value == "deadlocked" and "input from the stage before" in result.verdict.headline
+        assert any(w.on == "the stage before it" and w.satisfiable is False for w in result.model.waits), line
+        assert result.model.guard is not None and result.model.guard.knob == "VLLM_OMNI_INPUT_WAIT_TIMEOUT_S"
+        assert "VLLM_OMNI_INPUT_WAIT_TIMEOUT_S" in steps_of(result.verdict)
+    # another program's request that timed out waiting for something else is not it
+    other = verdict_of(tmp_path, head + "[x.py:1] Request r timed out waiting for the lock (waited > 60s)\n")
+    assert other.kind.value != "deadlocked"
+
+
+def test_vllm_omni_0_14s_start_up_warning_gives_up_on_nothing(tmp_path):
+    """'[Orchestrator] Initialization timeout: 0/1 stages ready' is logged and the wait returns ('Ignore this warning
+    if the model weight download / load from disk time is longer than {timeout}s', 0.14 omni.py:363; vllm-omni
+    issue 915): a stage that reports ready after it was slow and started."""
+    text = ("INFO 01-23 01:59:33 [omni.py:338] [Orchestrator] Waiting for 1 stages to initialize (timeout: 600s)\n"
+            "WARNING 01-23 02:09:33 [omni.py:362] [Orchestrator] Initialization timeout: 0/1 stages ready. Missing "
+            "stages: [0]\n")
+    ready = "INFO 01-23 02:14:10 [omni.py:331] [Orchestrator] Stage-0 reported ready\n"
+    started = analysis_of(tmp_path, text + ready)
+    assert started.verdict.kind.value == "slow" and "then reported ready, 277 s after" in started.verdict.headline
+    assert "gave up" not in started.verdict.headline
+    assert started.model.guard is not None and started.model.guard.owner == "vllm-omni"
+    assert "--stage-init-timeout" in steps_of(started.verdict)
+    alone = verdict_of(tmp_path, text)
+    assert alone.kind.value == "slow" and "vllm-omni orchestrator" in alone.headline
+
+
+def test_a_stage_fetching_its_model_through_network_timeouts_is_a_slow_start_up(tmp_path):
+    """Hugging Face read timeouts retried, then the stage's READY wait ran out (vllm-omni issue 2616)."""
+    hub = ("(Worker pid=8142) WARNING 07-01 20:20:01 [hub.py:10] '(ReadTimeoutError(\"HTTPSConnectionPool(host="
+           "'huggingface.co', port=443): Read timed out. (read timeout=10)\"), '(Request ID: x)')' thrown while "
+           "requesting HEAD https://huggingface.co/Qwen/Qwen3-Omni/resolve/main/config.json\n")
+    verdict = verdict_of(tmp_path, hub + _READY)
+    assert verdict.kind.value == "slow" and "vllm-omni stage" in verdict.headline
+    assert any(e.role.value == "supporting" and "huggingface.co" in e.text for e in verdict.evidence)
+
+
+def test_a_diffusion_rank_whose_scheduler_is_dead_is_a_dead_worker(tmp_path):
+    """'Rank 2 scheduler is dead. Please check if there are relevant logs.' (0.14–0.30 multiproc_executor.py, on
+    EOFError from the rank's pipe; vllm-omni issues 7496 and 5827) read 'no crash signal' before."""
+    text = ("(APIServer pid=150) ERROR 09-13 18:40:28 [multiproc_executor.py:420] Rank 2 scheduler is dead. Please "
+            "check if there are relevant logs.\n"
+            "(APIServer pid=150) ERROR 09-13 18:40:28 [multiproc_executor.py:422] Exit code: -9\n")
+    verdict = verdict_of(tmp_path, text)
+    assert verdict.kind.value == "crashed"
+    assert verdict.evidence[0].line == 1
+
+
+def test_vllm_omni_0_30s_start_up_warning_names_its_own_limits(tmp_path):
+    """'[OmniEngine] Orchestrator startup timed out after 600s. … may need larger --init-timeout and
+    --stage-init-timeout values.' (0.30 omni_engine_base.py:520), while a stage still loads."""
+    text = _LOADING.replace("Loading", "(StageEngineCoreProc pid=4750) Loading") + (
+        "(APIServer pid=4700) WARNING 07-01 20:40:01 [omni_engine_base.py:520] [OmniEngine] Orchestrator startup "
+        "timed out after 600s. Multi-stage deployments that initialize stages sequentially on one device or load "
+        "checkpoints from slow storage may need larger --init-timeout and --stage-init-timeout values.\n")
+    result = analysis_of(tmp_path, text)
+    assert result.verdict.kind.value == "slow" and "weight loading" in result.verdict.headline
+    assert result.model.guard is not None and result.model.guard.limit_s == 600
+    assert "--init-timeout" in steps_of(result.verdict)

@@ -3,7 +3,7 @@ its line.  No corpus incident carries them yet: the wordings are the source's, t
 
 from __future__ import annotations
 
-from tests.conftest import analysis_of, verdict_of
+from tests.conftest import analysis_of, steps_of, verdict_of
 
 _P = "(Worker_TP0 pid=4811) WARNING 07-01 20:30:01 [mooncake_connector.py:{n}] {msg}\n"
 
@@ -63,11 +63,15 @@ def test_the_engine_core_waiting_on_the_front_end_is_a_party_that_never_answered
     assert any(s.command and s.command.startswith('nc -vz "${DATA_PARALLEL_ADDRESS:?') for s in verdict.next_steps)
 
 
-def test_only_vllm_omnis_orchestrator_is_read_as_a_platforms_start_up_guard(tmp_path):
+def test_only_vllm_omnis_orchestrator_is_read_as_a_start_up_guard_outside_the_engine(tmp_path):
+    """'Orchestrator did not become ready within 600s' is vllm-omni's own --init-timeout (0.30
+    omni_engine_base.py:528, whose warning before it names --init-timeout and --stage-init-timeout), not a platform's."""
     omni = analysis_of(tmp_path, "(APIServer pid=70993) ERROR 05-29 08:37:38 [async_omni_engine.py:1148] TimeoutError: "
                                "Orchestrator did not become ready within 600s\n")
-    assert omni.model.guard is not None and omni.model.guard.name == "platform start-up timeout"
-    assert omni.model.guard.limit_s == 600
+    assert omni.model.guard is not None and omni.model.guard.name == "vllm-omni orchestrator start-up timeout"
+    assert omni.model.guard.owner == "vllm-omni" and omni.model.guard.limit_s == 600
+    assert omni.verdict.kind.value == "slow" and "--init-timeout" in steps_of(omni.verdict)
+    assert "platform" not in omni.verdict.headline
     # vLLM 0.34's own helpers waiting on a daemon they started: no launcher's limit (it read "allowed 30 s")
     helper = analysis_of(tmp_path, "(Worker_TP0 pid=4811) ERROR 07-01 20:30:01 [ipc_loader.py:446] "
                                  "WeightCacheUnavailableError: Weight cache daemon did not become ready within 30s\n")

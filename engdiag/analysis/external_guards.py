@@ -19,11 +19,17 @@ from engdiag.analysis import lmcache
 from engdiag.analysis.draft import Draft
 from engdiag.analysis.facts import Facts
 from engdiag.analysis.verdict import Kind, Role, Verdict
-from engdiag.logs.events import Event, Signal
+from engdiag.logs.events import Event, Phase, Signal
 
 STARTUP_PROBE = ("give start-up its own probe so liveness only starts once the server is up (in the pod spec: "
                  "startupProbe: {httpGet: {path: /health, port: 8000}, periodSeconds: 10, failureThreshold: 180})")
 """A probe that starts only after start-up: Kubernetes' answer to a liveness probe shorter than a start-up."""
+OMNI_STEP = ("give vllm-omni's stages longer to start: --init-timeout (600 s by default) for all of them and "
+             "--stage-init-timeout (300 s) for each")
+"""vllm-omni's own start-up limits (entrypoints/cli/serve.py in 0.14–0.30), not a platform's."""
+_STARTUP_OWNERS = ("platform", "vllm-omni")
+"""Owners of a limit on the whole start-up, outside the engine's own: a launcher, a platform, vllm-omni's
+orchestrator."""
 MIN_STARTUP_S = 60.0
 """No vLLM server becomes ready faster: importing torch, loading any model and warming up take this long."""
 
@@ -37,11 +43,13 @@ def external_guard(facts: Facts) -> Verdict | None:
     g = facts.model.guard
     if g is not None and g.owner == "LMCache":
         return lmcache.server_start(facts, event, g)
+    if g is not None and g.owner == "vllm-omni" and (ready := _stage_ready_after(facts, event)) is not None:
+        return _omni_waited_on(facts, event, ready)
     name = g.name if g is not None and g.owner != "vLLM" else "an outside health check"
     client = g is not None and g.owner == "client"
     if client:
         name = "client's request timeout" + (f" of {g.limit_s:g} s" if g.limit_s is not None else "")
-    if g is not None and g.owner == "platform" and g.limit_s is not None and g.limit_s < MIN_STARTUP_S:
+    if g is not None and g.owner in _STARTUP_OWNERS and g.limit_s is not None and g.limit_s < MIN_STARTUP_S:
         draft = Draft(facts, Kind.SLOW, 0.7,
                       f"slow start-up (for its guard): the {name} allowed {g.limit_s:g} s, less than any vLLM "
                       "start-up takes — the server was killed before it could become ready")
@@ -60,6 +68,8 @@ def external_guard(facts: Facts) -> Verdict | None:
         draft.cite(event, Role.ROOT_CAUSE, "a guard outside vLLM, shorter than the work")
         if client:
             draft.step(CLIENT_STEP)
+        elif g is not None and g.owner == "vllm-omni":
+            draft.step(OMNI_STEP)
         elif g is not None and g.owner.startswith("platform"):
             draft.step(STARTUP_PROBE)
         else:
@@ -81,7 +91,7 @@ def external_guard(facts: Facts) -> Verdict | None:
                            "it listened")
         draft.step(STARTUP_PROBE)
         return draft.cite_consequences(event).done()
-    if g is not None and g.owner == "platform" and not facts.served_before(event):
+    if g is not None and g.owner in _STARTUP_OWNERS and not facts.served_before(event):
         # A start-up limit outside vLLM, nothing else in the excerpt: such limits are set by people who
         # guess a start-up time, while a first start downloads, loads, profiles, compiles and captures —
         # the slow reading is the better supported one (lemonade-..., modal-runner-..., ci-tp2-pp2-...).
@@ -91,7 +101,8 @@ def external_guard(facts: Facts) -> Verdict | None:
         draft.cite(event, Role.ROOT_CAUSE, "a start-up limit outside vLLM")
         draft.undecided = ("the engine's own lines up to the kill: loading, compiling or capturing = slow; a traceback "
                            "= crashed; nothing after NCCL or rendezvous set-up = stuck")
-        draft.step("give the launcher a start-up timeout longer than the server's start-up (minutes for a "
+        draft.step(OMNI_STEP if g.owner == "vllm-omni" else
+                   "give the launcher a start-up timeout longer than the server's start-up (minutes for a "
                    "first start that downloads, loads and compiles)")
         return draft.cite_consequences(event).done()
     draft = Draft(facts, Kind.UNKNOWN, 0.35,
@@ -121,4 +132,22 @@ def _client_gave_up(facts: Facts, event: Event, name: str) -> Verdict | None:
     draft.undecided = (f"the server's log{when}: stats lines still generating tokens = slow (raise the client's "
                        "timeout); requests running with no tokens, or a traceback = stuck or crashed")
     draft.step(CLIENT_STEP)
+    return draft.done()
+
+
+def _stage_ready_after(facts: Facts, event: Event) -> Event | None:
+    return next((e for e in facts.after(event) if isinstance(e.data, Phase) and e.data.name == "omni_stage_ready"), None)
+
+
+def _omni_waited_on(facts: Facts, event: Event, ready: Event) -> Verdict:
+    """vllm-omni 0.14's start-up wait only warns and returns: a stage that reports ready after it was slow, and
+    started (vllm-omni issue 915: the run went on after the warning)."""
+    took = facts.seconds(event, ready)
+    after = f", {took:.0f} s after the warning" if took else ""
+    draft = Draft(facts, Kind.SLOW, 0.6,
+                  f"slow start-up: a vllm-omni stage took longer than its orchestrator's start-up wait, which only "
+                  f"warns, and then reported ready{after}")
+    draft.cite(event, Role.ROOT_CAUSE, "vllm-omni's start-up wait ran out (a warning: nothing was stopped)")
+    draft.cite(ready, Role.SUPPORTING, "the stage became ready after all")
+    draft.step(OMNI_STEP)
     return draft.done()

@@ -11,8 +11,9 @@ from __future__ import annotations
 from engdiag.analysis.facts import Facts
 from engdiag.analysis.model import Activity, Guard
 from engdiag.logs.events import Event, Failure, NcclWork, Phase, Signal, Timeout
+from engdiag.logs.patterns.guards import OMNI_ORCHESTRATOR
 from engdiag.logs.patterns.lmcache import LMCACHE_AUTOSTART
-from engdiag.logs.patterns.waits import ASCEND_TASK, MOONCAKE, OMNI_KV, TT_METAL
+from engdiag.logs.patterns.waits import ASCEND_TASK, MOONCAKE, OMNI_INPUT, OMNI_KV, TT_METAL
 from engdiag.timeouts.knobs import (
     DISTRIBUTED,
     ENGINE_READY,
@@ -109,6 +110,10 @@ def _guard_for(facts: Facts, event: Event) -> Guard:
         return Guard("Mooncake KV-transfer abort timeout", "vLLM (Mooncake connector)", 480.0, "default",
                      "the prefill side making a request's KV ready for the decode side",
                      "VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT", *where)
+    if signal is Signal.COMM_TIMEOUT and data.guard == OMNI_INPUT:
+        return Guard("vllm-omni stage-input wait", "vllm-omni", limit, origin,
+                     "a stage's scheduler receiving a request's input from the stage before it",
+                     "VLLM_OMNI_INPUT_WAIT_TIMEOUT_S", *where)
     if signal is Signal.COMM_TIMEOUT and data.guard == OMNI_KV:
         return Guard("vllm-omni KV-transfer wait", "vllm-omni", limit, origin,
                      "the next stage receiving a request's KV cache from the stage before it", None, *where)
@@ -142,6 +147,10 @@ def _guard_for(facts: Facts, event: Event) -> Guard:
             limit, origin = armed[-1], "printed"
         return Guard("platform start-up timeout", "platform", limit, origin if limit is not None else "the launcher's own setting",
                      "the server becoming ready after launch", "the launcher's start-up timeout", *where)
+    if signal is Signal.EXTERNAL_GUARD and data.guard == OMNI_ORCHESTRATOR:
+        return Guard("vllm-omni orchestrator start-up timeout", "vllm-omni", limit, origin if limit else "unknown",
+                     "its stages becoming ready after launch (each within --stage-init-timeout)",
+                     "--init-timeout / --stage-init-timeout", *where)
     if signal is Signal.EXTERNAL_GUARD and data.guard == LMCACHE_AUTOSTART:
         return Guard("LMCache MP server start-up wait", "LMCache", limit or 90.0, origin if limit else "default",
                      "the LMCache MP server vLLM started answering its health check",

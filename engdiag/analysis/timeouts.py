@@ -105,6 +105,10 @@ def _guard_after_a_crash(facts: Facts, guard: Event, raised: Event) -> Verdict:
 def _startup_timeout(facts: Facts, event: Event) -> Verdict:
     work = facts.startup_work_before(event)
     timeout = event.data if isinstance(event.data, Timeout) else Timeout()
+    if timeout.guard == "omni-stage" and not work:
+        # a download retried on network timeouts is start-up work too: the stage was still fetching the model
+        # (vllm-omni issue 2616: Hugging Face read timeouts, then the stage's READY wait ran out)
+        work = [e for e in facts.before(event) if e.signal is Signal.BUSY_RETRY]
     if timeout.guard == "dp-coordinator":
         # 0.32–0.34 coordinator.py:64: the coordinator only binds sockets and reports them; 120 s is fixed
         draft = Draft(facts, Kind.SLOW, 0.45,

@@ -29,7 +29,15 @@ from engdiag.analysis.facts import Facts, stalled
 from engdiag.analysis.verdict import Kind, Role, Verdict
 from engdiag.logs.events import Event, NcclWork, Peer, Rendezvous, Signal, Timeout
 from engdiag.logs.patterns.lmcache import LMCACHE_SERVER
-from engdiag.logs.patterns.waits import ASCEND_TASK, DIVERGED_OUTPUTS, MOONCAKE, OMNI_KV, STORE_LOST, TT_METAL
+from engdiag.logs.patterns.waits import (
+    ASCEND_TASK,
+    DIVERGED_OUTPUTS,
+    MOONCAKE,
+    OMNI_INPUT,
+    OMNI_KV,
+    STORE_LOST,
+    TT_METAL,
+)
 
 _NODE_PIN = re.compile(r"'node:(?P<ip>[0-9a-fA-F.:]+)'")
 """A Ray resource request pinned to one node's IP (vLLM pins the driver's bundle to node:<VLLM_HOST_IP>)."""
@@ -100,6 +108,11 @@ def _comm_steps(draft: Draft, event: Event) -> None:
                    "there (the proxy's routing, or a prefill engine that stopped)")
         draft.step("only if the prefill side was still working on them: raise VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT "
                    "(480 s by default) on both instances, above the longest prefill under that load")
+    elif signal is Signal.COMM_TIMEOUT and isinstance(event.data, Timeout) and event.data.guard == OMNI_INPUT:
+        draft.step("read the stage before's log for those request ids: an error, zero tokens, or a send that gave up "
+                   "('chunk send gave up', 'Pool exhausted') there is the cause")
+        draft.step("only if the stage before was still generating them: raise VLLM_OMNI_INPUT_WAIT_TIMEOUT_S (seconds; "
+                   "600 in 0.30, 300 in 0.22) on the waiting stage")
     elif signal is Signal.COMM_TIMEOUT and isinstance(event.data, Timeout) and event.data.guard == OMNI_KV:
         draft.step("read the stage before's log for that request id: an error or zero tokens there is the cause")
         draft.step("check that the stages agree on the KV keys: the same tensor-parallel size on both, or a "
@@ -201,6 +214,11 @@ def _likely(root: Event) -> tuple[str, float, str | None] | None:
                 "never had it ready within VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT (480 s by default)"), 0.5,
                 ("the prefill instance's log at that time: those requests still prefilling there (a slow prefill "
                 "under load) or never scheduled (stuck)"))
+    if data.guard == OMNI_INPUT:
+        return (("deadlocked (likely): a stage's scheduler gave up on requests whose input from the stage before it "
+                "never came (vllm-omni's VLLM_OMNI_INPUT_WAIT_TIMEOUT_S; it marked them FINISHED_ERROR)"), 0.5,
+                ("the stage before's log for those request ids: it failed or produced nothing (stuck for good), or "
+                "was still generating (a limit shorter than its work)"))
     if data.guard == OMNI_KV:
         return (("deadlocked (likely): a stage gave up waiting for a request's KV cache from the stage before it, "
                 "which never delivered it"), 0.5,

@@ -17,7 +17,7 @@ from engdiag.analysis.model import Wait
 from engdiag.analysis.timeline import is_progress
 from engdiag.logs.events import Event, NcclWork, Peer, Phase, Progress, Rendezvous, ShmStall, Signal, Timeout
 from engdiag.logs.patterns.lmcache import LMCACHE_SERVER
-from engdiag.logs.patterns.waits import MOONCAKE, OMNI_KV, STORE_LOST, TT_METAL
+from engdiag.logs.patterns.waits import MOONCAKE, OMNI_INPUT, OMNI_KV, STORE_LOST, TT_METAL
 from engdiag.roles import Role as ProcRole
 from engdiag.units import plural
 
@@ -168,6 +168,11 @@ def _collective_waits(facts: Facts) -> Iterable[Wait]:
             yield Wait(_label(event, "the decode instance"), "the prefill instance", "KV transfer (Mooncake)", False,
                        "the prefill side never had the requests' KV ready within VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT",
                        None, event.source, event.line)
+            continue
+        if isinstance(event.data, Timeout) and event.data.guard == OMNI_INPUT:
+            yield Wait(_label(event, "a stage"), "the stage before it", "stage input (vllm-omni)", False,
+                       "that stage never delivered the requests' input within the limit", event.data.limit_s,
+                       event.source, event.line)
             continue
         if isinstance(event.data, Timeout) and event.data.guard == OMNI_KV:
             yield Wait(_label(event, "a stage"), "the stage before it", "KV transfer (vllm-omni)", False,

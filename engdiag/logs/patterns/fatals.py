@@ -189,6 +189,11 @@ STALLS_TIMEOUTS_FATALS: tuple[Rule, ...] = (
            _c(r"(?P<who>Stage\w*Proc|Diffusion worker\(s\)) died unexpectedly(?: \(exit code:? (?P<code>-?\d+)\))?"),
            lambda m, t: [Failure(name=m["who"], exit_code=_i(m["code"]))])
       for literal in ("Proc died unexpectedly", "worker(s) died unexpectedly")),
+    # its diffusion executor at start-up, when a rank's pipe ends (EOFError): "Rank %d scheduler is dead. Please check
+    # if there are relevant logs." then, a record of its own, "Exit code: %s" (0.14 multiproc_executor.py:112, 0.22
+    # :183, 0.30 :420; vllm-omni issues 7496 and 5827: -9)
+    Rule(Signal.WORKER_DIED, "scheduler is dead", _c(r"Rank (?P<rank>\d+) scheduler is dead"),
+         lambda m, t: [Failure(name=f"vllm-omni diffusion rank {m['rank']}")]),
     Rule(
         Signal.WORKER_DIED,
         "died with exit code",

@@ -16,6 +16,11 @@ from engdiag.logs.events import Failure, Payload, Phase, Rendezvous, Signal, Tim
 from engdiag.logs.patterns.base import Rule, _c, _const, _f
 from engdiag.logs.patterns.lmcache import LMCACHE_AUTOSTART
 
+OMNI_ORCHESTRATOR = "omni-orchestrator"
+"""vllm-omni's orchestrator waiting for its stages to start (--init-timeout, 600 s; each stage's --stage-init-timeout)."""
+OMNI_WAITS_ON = "vllm-omni stages' start-up (a warning: it waits on)"
+"""The call of 0.14's start-up warning, which gives up on nothing."""
+
 _SERVER = r"(?:vLLM|vllm|VLLM|[Ss]erver|[Ss]ervice|[Ee]ndpoint|[Mm]odel|[Ii]nstance)"
 _LIMIT = r"(?:(?P<n>\d+(?:\.\d+)?) ?(?P<u>ms|s|secs?|seconds?|m|mins?|minutes?)\b|(?:the )?timeout|expected time)"
 _LAUNCHER_DEADLINE = _c(
@@ -115,20 +120,33 @@ GUARDS: tuple[Rule, ...] = (
         Signal.EXTERNAL_GUARD,
         "Orchestrator did not become ready within",
         _c(r"Orchestrator did not become ready within (?P<s>\d+(?:\.\d+)?) ?s"),
-        lambda m, t: [Timeout(call="server start-up", limit_s=_f(m["s"]), guard="platform")],
+        lambda m, t: [Timeout(call="server start-up", limit_s=_f(m["s"]), guard=OMNI_ORCHESTRATOR)],
+    ),
+    # 0.30's warning just before that raise names the knobs (omni_engine_base.py:520): "[OmniEngine] Orchestrator
+    # startup timed out after %ss. … may need larger --init-timeout and --stage-init-timeout values."
+    Rule(
+        Signal.EXTERNAL_GUARD,
+        "Orchestrator startup timed out after",
+        _c(r"Orchestrator startup timed out after (?P<s>\d+(?:\.\d+)?) ?s"),
+        lambda m, t: [Timeout(call="server start-up", limit_s=_f(m["s"]), guard=OMNI_ORCHESTRATOR)],
     ),
     Rule(
         Signal.EXTERNAL_GUARD,
         "timeout=startup_timeout",
         _c(r"\(timeout=startup_timeout\)"),
-        lambda m, t: [Timeout(call="server start-up", guard="platform")] if "TimeoutError" in t else [],
+        lambda m, t: [Timeout(call="server start-up", guard=OMNI_ORCHESTRATOR)] if "TimeoutError" in t else [],
     ),
+    # 0.14's is only a warning: Omni._wait_for_stages_ready logs it and returns ("Ignore this warning if the model
+    # weight download / load from disk time is longer than {timeout}s", entrypoints/omni.py:363); the stage may still
+    # report ready (vllm-omni issue 915)
     Rule(
         Signal.EXTERNAL_GUARD,
         "Initialization timeout: ",
         _c(r"Initialization timeout: \d+/\d+ stages ready"),
-        _const(Timeout(call="server start-up", guard="platform")),
+        _const(Timeout(call=OMNI_WAITS_ON, guard=OMNI_ORCHESTRATOR)),
     ),
+    Rule(Signal.STARTUP_PHASE, "reported ready", _c(r"\[Orchestrator\] Stage-\d+ reported ready"),
+         _const(Phase("omni_stage_ready"))),
     # Modal's runner: "Runner has been initializing for too long: 300 seconds"
     # (modal-runner-init-300s-timeout-during-torch-compile, the container was still compiling).
     Rule(

@@ -27,6 +27,9 @@ MOONCAKE = "mooncake"
 """The guard of the Mooncake connector's KV-transfer wait (VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT)."""
 OMNI_KV = "vllm-omni-kv"
 """The guard of vllm-omni's wait for a request's KV cache from the stage before (its KV transfer manager's limit)."""
+OMNI_INPUT = "vllm-omni-input"
+"""The guard of vllm-omni's scheduler on a request's input from the stage before (VLLM_OMNI_INPUT_WAIT_TIMEOUT_S:
+300 s in 0.22, 600 s in 0.30)."""
 TT_METAL = "tt-metal"
 """The guard of tt-metal's operation timeout (TT_METAL_OPERATION_TIMEOUT_SECONDS)."""
 _STORE_REMOTE = re.compile(r"remote=\[?(?:::ffff:)?(?P<host>[^\]\s)]+?)\]?:(?P<port>\d+)\)")
@@ -343,6 +346,24 @@ WAITS: tuple[Rule, ...] = (
         _c(r"Timeout waiting for KV cache for request (?P<r>\S+) after (?P<s>\d+(?:\.\d+)?)s"),
         lambda m, t: [] if m["r"].startswith("dummy") else [
             Timeout(call="KV cache from the stage before (vllm-omni)", limit_s=_f(m["s"]), guard=OMNI_KV)],
+    ),
+    # vllm-omni's scheduler on a request's input from the stage before, 10–20× the KV wait: "Marking %d
+    # request(s) as FINISHED_ERROR after waiting > %.0fs for connector input: %s" (0.22 and 0.30
+    # core/sched/omni_scheduler_mixin.py:105 / :452), its async-chunk twin "… after stalling > %.0fs waiting for a
+    # chunk: %s" (0.30 :552), and the coordinator's per-request "[Coordinator stage-%s] Request %s timed out waiting
+    # for input (waited > %.0fs)" (0.30 omni_scheduling_coordinator.py:275; 0.22 "… for chunk/input …" :305) and
+    # "[Stage-%s] Request %s timed out waiting for a chunk (stalled > %.0fs)" (chunk_transfer_adapter.py:1348)
+    Rule(
+        Signal.COMM_TIMEOUT,
+        "as FINISHED_ERROR after",
+        _c(r"as FINISHED_ERROR after (?:waiting|stalling) > (?P<s>\d+(?:\.\d+)?)s (?:for connector input|waiting for a chunk)"),
+        lambda m, t: [Timeout(call="input from the stage before (vllm-omni)", limit_s=_f(m["s"]), guard=OMNI_INPUT)],
+    ),
+    Rule(
+        Signal.COMM_TIMEOUT,
+        " timed out waiting for ",
+        _c(r"Request \S+ timed out waiting for (?:input|chunk/input|a chunk) \((?:waited|stalled) > (?P<s>\d+(?:\.\d+)?)s\)"),
+        lambda m, t: [Timeout(call="input from the stage before (vllm-omni)", limit_s=_f(m["s"]), guard=OMNI_INPUT)],
     ),
     # Tenstorrent's tt-metal, under the vLLM TT plugin: with TT_METAL_OPERATION_TIMEOUT_SECONDS set, a device
     # that stops answering its dispatch queue raises "TIMEOUT: device timeout[ in fetch queue wait], potential
