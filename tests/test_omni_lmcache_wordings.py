@@ -97,14 +97,14 @@ def test_a_stage_input_that_never_came_is_a_wait_on_the_stage_before_with_its_ow
     """vllm-omni's scheduler gives up on a request's input after VLLM_OMNI_INPUT_WAIT_TIMEOUT_S (0.30
     omni_scheduler_mixin.py:452, 600 s; 0.22 :105, 300 s), 10–20× the KV wait: the stage before never sent it."""
     head = "(StageEngineCoreProc pid=4750) WARNING 07-01 20:30:01 "
-    for line in ("[omni_scheduler_mixin.py:452] Marking 1 request(s) as FINISHED_ERROR after waiting > 600s for "
-                 "connector input: ['chatcmpl-8a02']",
-                 "[omni_scheduler_mixin.py:552] Marking 2 request(s) as FINISHED_ERROR after stalling > 600s waiting "
-                 "for a chunk: ['a', 'b']",
-                 "[omni_scheduling_coordinator.py:275] [Coordinator stage-1] Request chatcmpl-8a02 timed out waiting "
-                 "for input (waited > 600s)",
-                 "[omni_scheduling_coordinator.py:305] [Coordinator stage-1] Request r timed out waiting for "
-                 "chunk/input (waited > 300s)"):
+    for line in (("[omni_scheduler_mixin.py:452] Marking 1 request(s) as FINISHED_ERROR after waiting > 600s for "
+                  "connector input: ['chatcmpl-8a02']"),
+                 ("[omni_scheduler_mixin.py:552] Marking 2 request(s) as FINISHED_ERROR after stalling > 600s waiting "
+                  "for a chunk: ['a', 'b']"),
+                 ("[omni_scheduling_coordinator.py:275] [Coordinator stage-1] Request chatcmpl-8a02 timed out waiting "
+                  "for input (waited > 600s)"),
+                 ("[omni_scheduling_coordinator.py:305] [Coordinator stage-1] Request r timed out waiting for "
+                  "chunk/input (waited > 300s)")):
         result = analysis_of(tmp_path, head + line + "\n")
         assert result.verdict.kind.value == "deadlocked" and "input from the stage before" in result.verdict.headline
         assert any(w.on == "the stage before it" and w.satisfiable is False for w in result.model.waits), line
