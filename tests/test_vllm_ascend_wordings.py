@@ -71,3 +71,40 @@ def test_vllm_ascends_prefill_holds_name_the_variable_that_sets_them(tmp_path):
                                  "freed expired request: r-1. Reason: Request exceeded timeout threshold (10 seconds). "
                                  "Action: released.\n")
     assert short.kind.value == "slow"
+
+
+_PULL = ("(EngineCore_DP0 pid=4750) ERROR 07-01 20:30:01 [llmdatadist_c_mgr_connector.py:{line}] KV transfer task failed: "
+         "LLMDataDistCMgrConnectorWorker: Timeout during pull_blocks, you can try to increase the sync_kv_timeout config "
+         "or checking your connect status\n")
+
+
+def test_an_llmdatadist_pull_that_timed_out_is_a_decode_request_waiting_on_its_prefill_peer(tmp_path):
+    """The future's callback logs it (0.9.1 llmdatadist_c_mgr_connector.py:852, 20 s fixed; 0.11 :889, from
+    ASCEND_TRANSFER_TIMEOUT): the raise skips the request's finish, so it never completes."""
+    for line in (852, 889):
+        result = analysis_of(tmp_path, _PULL.format(line=line))
+        assert result.verdict.kind.value == "deadlocked" and "sync_kv_timeout" in result.verdict.headline
+        assert any(w.on == "the prefill instance" and w.via == "KV pull (LLMDataDist)" for w in result.model.waits)
+        guard = result.model.guard
+        assert guard is not None and guard.knob == "ASCEND_TRANSFER_TIMEOUT (0.11+)" and "20 s" in guard.limit_origin
+        assert "ASCEND_TRANSFER_TIMEOUT" in steps_of(result.verdict)
+    # vLLM's own NIXL pull failing is another wording, read elsewhere: not this guard
+    other = analysis_of(tmp_path, _PULL.format(line=852).replace("Timeout during pull_blocks", "pull_blocks failed"))
+    assert other.model.guard is None or other.model.guard.name != "LLMDataDist KV-pull timeout"
+
+
+def test_a_mooncake_side_channel_that_never_answers_is_a_peer_that_is_not_there(tmp_path):
+    """ensure_zmq_recv polls 1 s three times (0.11 mooncake_connector.py:1260/:1262; 0.22
+    kv_p2p/mooncake_connector.py:2843, worded 'Receive failed after all retries. source=…, error=Receive timeout.');
+    the per-try 'retrying… (2 attempts left)' warning is no give-up."""
+    head = "(EngineCore_DP0 pid=4750) ERROR 07-01 20:30:01 [mooncake_connector.py:1260] "
+    for text in (head + "Receive failed after all retries: Receive timeout\n",
+                 head + "Receive failed after all retries. source=10.0.0.2:30000, error=Receive timeout.\n",
+                 "(EngineCore_DP0 pid=4750) RuntimeError: Failed to receive data after 3 retries: Receive timeout\n"):
+        result = analysis_of(tmp_path, text)
+        assert result.verdict.kind.value == "deadlocked" and "side channel" in result.verdict.headline, text
+        assert result.model.guard is not None and result.model.guard.limit_s == 3.0
+        assert "kv_port" in steps_of(result.verdict)
+    retry = verdict_of(tmp_path, head.replace("ERROR", "WARNING") + "Receive failed: Receive timeout, retrying... "
+                                                                   "(2 attempts left)\n")
+    assert retry.kind.value != "deadlocked"

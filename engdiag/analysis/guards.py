@@ -9,11 +9,12 @@ Ray Serve health checks, a launcher's start-up timeout, the client).  ``timeouts
 from __future__ import annotations
 
 from engdiag.analysis.facts import Facts
+from engdiag.analysis.guarded_waits import GUARDED_WAITS
 from engdiag.analysis.model import Activity, Guard
 from engdiag.logs.events import Event, Failure, NcclWork, Phase, Signal, Timeout
 from engdiag.logs.patterns.guards import OMNI_ORCHESTRATOR
 from engdiag.logs.patterns.lmcache import LMCACHE_AUTOSTART
-from engdiag.logs.patterns.waits import ASCEND_TASK, MOONCAKE, OMNI_INPUT, OMNI_KV, TT_METAL
+from engdiag.logs.patterns.waits import ASCEND_TASK
 from engdiag.timeouts.knobs import (
     DISTRIBUTED,
     ENGINE_READY,
@@ -106,20 +107,10 @@ def _guard_for(facts: Facts, event: Event) -> Guard:
     if signal is Signal.COMM_TIMEOUT and data.guard == "hccl":
         return Guard("HCCL notify-wait timeout", "Ascend HCCL", None, "HCCL_EXEC_TIMEOUT (1836 s default)",
                      data.call or "a collective between NPUs", "HCCL_EXEC_TIMEOUT", *where)
-    if signal is Signal.COMM_TIMEOUT and data.guard == MOONCAKE:
-        return Guard("Mooncake KV-transfer abort timeout", "vLLM (Mooncake connector)", 480.0, "default",
-                     "the prefill side making a request's KV ready for the decode side",
-                     "VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT", *where)
-    if signal is Signal.COMM_TIMEOUT and data.guard == OMNI_INPUT:
-        return Guard("vllm-omni stage-input wait", "vllm-omni", limit, origin,
-                     "a stage's scheduler receiving a request's input from the stage before it",
-                     "VLLM_OMNI_INPUT_WAIT_TIMEOUT_S", *where)
-    if signal is Signal.COMM_TIMEOUT and data.guard == OMNI_KV:
-        return Guard("vllm-omni KV-transfer wait", "vllm-omni", limit, origin,
-                     "the next stage receiving a request's KV cache from the stage before it", None, *where)
-    if signal is Signal.COMM_TIMEOUT and data.guard == TT_METAL:
-        return Guard("tt-metal operation timeout", "tt-metal", None, "TT_METAL_OPERATION_TIMEOUT_SECONDS (off unless set)",
-                     "one device operation, from dispatch to completion", "TT_METAL_OPERATION_TIMEOUT_SECONDS", *where)
+    if signal is Signal.COMM_TIMEOUT and (known := GUARDED_WAITS.get(data.guard or "")) is not None:
+        if limit is None:
+            limit, origin = known.default_s, known.default_origin
+        return Guard(known.guard, known.owner, limit, origin, known.guarded, known.knob, *where)
     if signal is Signal.COMM_TIMEOUT:
         return Guard(f"{data.call or 'DeepEP'} timeout", "DeepEP", None, "unknown",
                      "tokens exchanged between expert-parallel ranks", None, *where)

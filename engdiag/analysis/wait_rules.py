@@ -26,18 +26,11 @@ import re
 
 from engdiag.analysis.draft import Draft
 from engdiag.analysis.facts import Facts, stalled
+from engdiag.analysis.guarded_waits import GUARDED_WAITS
 from engdiag.analysis.verdict import Kind, Role, Verdict
 from engdiag.logs.events import Event, NcclWork, Peer, Rendezvous, Signal, Timeout
 from engdiag.logs.patterns.lmcache import LMCACHE_SERVER
-from engdiag.logs.patterns.waits import (
-    ASCEND_TASK,
-    DIVERGED_OUTPUTS,
-    MOONCAKE,
-    OMNI_INPUT,
-    OMNI_KV,
-    STORE_LOST,
-    TT_METAL,
-)
+from engdiag.logs.patterns.waits import ASCEND_TASK, DIVERGED_OUTPUTS, STORE_LOST
 
 _NODE_PIN = re.compile(r"'node:(?P<ip>[0-9a-fA-F.:]+)'")
 """A Ray resource request pinned to one node's IP (vLLM pins the driver's bundle to node:<VLLM_HOST_IP>)."""
@@ -103,24 +96,9 @@ def _comm_steps(draft: Draft, event: Event) -> None:
         draft.step("check the fabric between the nodes (link state, GID index, MTU)", "ibv_devinfo; ibstat")
         draft.step("get NCCL's account of the transport", "export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET")
         draft.step("to isolate the transport, run once over TCP", "export NCCL_IB_DISABLE=1")
-    elif signal is Signal.COMM_TIMEOUT and isinstance(event.data, Timeout) and event.data.guard == MOONCAKE:
-        draft.step("read the prefill instance's log for those request ids: scheduled and still running, or never "
-                   "there (the proxy's routing, or a prefill engine that stopped)")
-        draft.step("only if the prefill side was still working on them: raise VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT "
-                   "(480 s by default) on both instances, above the longest prefill under that load")
-    elif signal is Signal.COMM_TIMEOUT and isinstance(event.data, Timeout) and event.data.guard == OMNI_INPUT:
-        draft.step("read the stage before's log for those request ids: an error, zero tokens, or a send that gave up "
-                   "('chunk send gave up', 'Pool exhausted') there is the cause")
-        draft.step("only if the stage before was still generating them: raise VLLM_OMNI_INPUT_WAIT_TIMEOUT_S (seconds; "
-                   "600 in 0.30, 300 in 0.22) on the waiting stage")
-    elif signal is Signal.COMM_TIMEOUT and isinstance(event.data, Timeout) and event.data.guard == OMNI_KV:
-        draft.step("read the stage before's log for that request id: an error or zero tokens there is the cause")
-        draft.step("check that the stages agree on the KV keys: the same tensor-parallel size on both, or a "
-                   "connector that maps ranks between them")
-    elif signal is Signal.COMM_TIMEOUT and isinstance(event.data, Timeout) and event.data.guard == TT_METAL:
-        draft.step("reset the wedged device before starting again (tt-smi from Tenstorrent's tools)", "tt-smi -r")
-        draft.step("tell a hang from a long operation: rerun with a longer watchdog (a hang still trips it)",
-                   "export TT_METAL_OPERATION_TIMEOUT_SECONDS=60")
+    elif signal is Signal.COMM_TIMEOUT and isinstance(event.data, Timeout) and event.data.guard in GUARDED_WAITS:
+        for text, command in GUARDED_WAITS[event.data.guard].steps:
+            draft.step(text, command)
     elif signal is Signal.COMM_TIMEOUT and isinstance(event.data, Timeout) and event.data.call == ASCEND_TASK:
         draft.step("make every rank log the collectives it enters, to find the one that never arrived",
                    "export HCCL_ENTRY_LOG_ENABLE=1")
@@ -209,26 +187,8 @@ def _likely(root: Event) -> tuple[str, float, str | None] | None:
     if data.call == ASCEND_TASK:  # a stream's work that never finished: a collective's peer, rarely a hung kernel
         return (("deadlocked (likely): a device stream's work never finished within Ascend's task timeout — on "
                 "vLLM's NPU workers most often an HCCL collective waiting for a peer rank"), 0.6, None)
-    if data.guard == MOONCAKE:
-        return (("deadlocked (likely): the decode instance gave up pulling KV from the prefill instance, whose side "
-                "never had it ready within VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT (480 s by default)"), 0.5,
-                ("the prefill instance's log at that time: those requests still prefilling there (a slow prefill "
-                "under load) or never scheduled (stuck)"))
-    if data.guard == OMNI_INPUT:
-        return (("deadlocked (likely): a stage's scheduler gave up on requests whose input from the stage before it "
-                "never came (vllm-omni's VLLM_OMNI_INPUT_WAIT_TIMEOUT_S; it marked them FINISHED_ERROR)"), 0.5,
-                ("the stage before's log for those request ids: it failed or produced nothing (stuck for good), or "
-                "was still generating (a limit shorter than its work)"))
-    if data.guard == OMNI_KV:
-        return (("deadlocked (likely): a stage gave up waiting for a request's KV cache from the stage before it, "
-                "which never delivered it"), 0.5,
-                ("the stage before's log for that request id: it failed or produced nothing (stuck for good), or "
-                "was still generating (a limit shorter than its work)"))
-    if data.guard == TT_METAL:
-        return (("deadlocked (likely): the device stopped answering its dispatch queue and tt-metal's operation "
-                "watchdog reported a potential hang"), 0.6,
-                ("how long the operation may run: a longer TT_METAL_OPERATION_TIMEOUT_SECONDS that still trips "
-                "confirms a hang"))
+    if (known := GUARDED_WAITS.get(data.guard or "")) is not None:
+        return known.headline, known.confidence, known.decides
     return None
 
 

@@ -13,11 +13,12 @@ import re
 from collections.abc import Iterable
 
 from engdiag.analysis.facts import Facts, is_startup_work
+from engdiag.analysis.guarded_waits import GUARDED_WAITS
 from engdiag.analysis.model import Wait
 from engdiag.analysis.timeline import is_progress
 from engdiag.logs.events import Event, NcclWork, Peer, Phase, Progress, Rendezvous, ShmStall, Signal, Timeout
 from engdiag.logs.patterns.lmcache import LMCACHE_SERVER
-from engdiag.logs.patterns.waits import MOONCAKE, OMNI_INPUT, OMNI_KV, STORE_LOST, TT_METAL
+from engdiag.logs.patterns.waits import STORE_LOST
 from engdiag.roles import Role as ProcRole
 from engdiag.units import plural
 
@@ -163,26 +164,12 @@ def _collective_waits(facts: Facts) -> Iterable[Wait]:
                    "TCP store" if store else "collective", False, peer.detail or "the link to the peer failed", None,
                    event.source, event.line)
     for event in facts.t.of(Signal.COMM_TIMEOUT)[:2]:
-        call = event.data.call if isinstance(event.data, Timeout) else None
-        if isinstance(event.data, Timeout) and event.data.guard == MOONCAKE:
-            yield Wait(_label(event, "the decode instance"), "the prefill instance", "KV transfer (Mooncake)", False,
-                       "the prefill side never had the requests' KV ready within VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT",
-                       None, event.source, event.line)
-            continue
-        if isinstance(event.data, Timeout) and event.data.guard == OMNI_INPUT:
-            yield Wait(_label(event, "a stage"), "the stage before it", "stage input (vllm-omni)", False,
-                       "that stage never delivered the requests' input within the limit", event.data.limit_s,
-                       event.source, event.line)
-            continue
-        if isinstance(event.data, Timeout) and event.data.guard == OMNI_KV:
-            yield Wait(_label(event, "a stage"), "the stage before it", "KV transfer (vllm-omni)", False,
-                       "that stage never delivered the request's KV within the limit", event.data.limit_s,
-                       event.source, event.line)
-            continue
-        if isinstance(event.data, Timeout) and event.data.guard == TT_METAL:
-            yield Wait(_label(event, "the host"), "the device", call or "dispatch", False,
-                       "the device stopped answering its dispatch queue before the operation timeout", None,
-                       event.source, event.line)
+        timeout = event.data if isinstance(event.data, Timeout) else Timeout()
+        call = timeout.call
+        known = GUARDED_WAITS.get(timeout.guard or "")
+        if known is not None:
+            yield Wait(_label(event, known.waiter), known.on, known.via or call or "dispatch", False, known.why,
+                       timeout.limit_s, event.source, event.line)
             continue
         if call and call.startswith(("gloo", "HCCL")):
             yield Wait(_label(event, "a rank"), "its peer ranks", call, False,

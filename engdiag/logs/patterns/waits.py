@@ -32,6 +32,10 @@ OMNI_INPUT = "vllm-omni-input"
 300 s in 0.22, 600 s in 0.30)."""
 TT_METAL = "tt-metal"
 """The guard of tt-metal's operation timeout (TT_METAL_OPERATION_TIMEOUT_SECONDS)."""
+LLMDD_PULL = "llmdatadist-pull"
+"""The guard of vllm-ascend's LLMDataDist connector on a KV pull from the prefill side (sync_kv_timeout)."""
+ASCEND_RECV = "ascend-mooncake-recv"
+"""The guard of vllm-ascend's Mooncake connectors on an answer from the other instance's side channel (3 × 1 s)."""
 _STORE_REMOTE = re.compile(r"remote=\[?(?:::ffff:)?(?P<host>[^\]\s)]+?)\]?:(?P<port>\d+)\)")
 STORE_LOST = "c10d: the TCP store's host closed the connection (it exited or crashed)"
 
@@ -346,6 +350,32 @@ WAITS: tuple[Rule, ...] = (
         _c(r"Timeout waiting for KV cache for request (?P<r>\S+) after (?P<s>\d+(?:\.\d+)?)s"),
         lambda m, t: [] if m["r"].startswith("dummy") else [
             Timeout(call="KV cache from the stage before (vllm-omni)", limit_s=_f(m["s"]), guard=OMNI_KV)],
+    ),
+    # vllm-ascend's LLMDataDistCMgrConnector on the decode side, from the pull's future callback: "KV transfer task
+    # failed: LLMDataDistCMgrConnectorWorker: Timeout during pull_blocks, you can try to increase the sync_kv_timeout
+    # config or checking your connect status" (0.9.1 llmdatadist_c_mgr_connector.py:852/:869, 20 s fixed; 0.11
+    # :889/:921/:938, ASCEND_TRANSFER_TIMEOUT or ~33 s): the raise skips the request's finish, it never completes
+    Rule(
+        Signal.COMM_TIMEOUT,
+        "Timeout during pull_blocks",
+        _c(r"Timeout during pull_blocks"),
+        _const(Timeout(call="KV pull from the prefill instance (LLMDataDist)", guard=LLMDD_PULL)),
+    ),
+    # vllm-ascend's Mooncake connectors' side channel (ensure_zmq_recv: three polls of 1 s): "Receive failed after
+    # all retries: Receive timeout" then "RuntimeError: Failed to receive data after 3 retries: Receive timeout"
+    # (0.11 mooncake_connector.py:1260/:1262, mooncake_layerwise_connector.py:1150); 0.22 "Receive failed after all
+    # retries. source=%s, error=Receive timeout." (kv_p2p/mooncake_connector.py:2843)
+    Rule(
+        Signal.COMM_TIMEOUT,
+        "Receive failed after all retries",
+        _c(r"Receive failed after all retries[^\n]{0,200}?Receive timeout"),
+        _const(Timeout(call="the other instance's side channel (Mooncake, ZMQ)", guard=ASCEND_RECV)),
+    ),
+    Rule(
+        Signal.COMM_TIMEOUT,
+        "Failed to receive data after",
+        _c(r"Failed to receive data after \d+ retries: Receive timeout"),
+        _const(Timeout(call="the other instance's side channel (Mooncake, ZMQ)", guard=ASCEND_RECV)),
     ),
     # vllm-omni's scheduler on a request's input from the stage before, 10–20× the KV wait: "Marking %d
     # request(s) as FINISHED_ERROR after waiting > %.0fs for connector input: %s" (0.22 and 0.30
