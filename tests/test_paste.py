@@ -401,3 +401,26 @@ def test_removing_labels_as_it_streams_equals_removing_them_line_by_line(lines, 
                                            for line in data.split(b"\n"))
     finally:
         paste.CHUNK = unzip.CHUNK = saved
+
+
+_POLLS = "".join(f"DEBUG 06-12 01:{29 + m // 6}:{m % 6}7 [utils.py:485] Waiting for 1 local, 0 remote core engine proc(s) "
+                 "to start.\n" for m in range(11))
+
+
+def test_polls_with_nothing_between_them_read_alike_double_spaced_or_wrapped(tmp_path):
+    """The API server's start-up polls with no line of the engine core between them (pr19316-…-waiting-local-proc)
+    are an engine core blocked before its first step, however the paste spaced or cut them."""
+    for shape, text in (("as printed", _POLLS), ("double-spaced", _POLLS.replace("\n", "\n\n")),
+                        ("wrapped at 80", "".join(line[:80] + "\n" + line[80:] + "\n" for line in _POLLS.splitlines()))):
+        path = tmp_path / "polls.log"
+        path.write_text(text)
+        verdict = analyze([str(path)]).verdict
+        assert verdict.kind.value == "deadlocked", shape
+    # the engine core's own start-up lines between the polls (unevenly: one, then three) decide otherwise
+    lines = _POLLS.splitlines()
+    noisy = "\n".join(lines[:3] + ["(EngineCore_0 pid=9) some start-up print"] + lines[3:6]
+                      + ["(EngineCore_0 pid=9) more", "(EngineCore_0 pid=9) and more", "(EngineCore_0 pid=9) still"]
+                      + lines[6:]) + "\n"
+    path = tmp_path / "noisy.log"
+    path.write_text(noisy)
+    assert analyze([str(path)]).verdict.kind.value != "deadlocked"

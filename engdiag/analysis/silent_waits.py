@@ -17,6 +17,8 @@ Domain facts encoded here (docs/verdicts.md, "Without a failure"):
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 from engdiag.analysis.draft import Draft
 from engdiag.analysis.facts import Facts, is_startup_work
 from engdiag.analysis.timeline import is_progress
@@ -28,11 +30,13 @@ from engdiag.analysis.waits import (
     worker_work,
     workers_silent_since,
 )
-from engdiag.logs.events import Progress, Signal
+from engdiag.logs.events import Event, Progress, Signal
 from engdiag.roles import Role as ProcRole
 
 SILENT_ENGINE_S = 90.0
 """An engine core that prints no start-up step for this long while the API server polls is blocked."""
+_ROWS_PER_POLL = 4
+"""The most physical lines one poll takes in a paste: wrapped at a width, and double-spaced."""
 _API_WAIT_DEADLOCK_S = 120
 """An API server waiting this long on an engine that shows no work: stuck, not slow."""
 
@@ -197,8 +201,7 @@ def handshake_wait(facts: Facts) -> Verdict | None:
     if wait is None or any(a.startup and a.name != "start-up handshake" for a in facts.model.activities):
         return None  # start-up work the log does show decides (phase_rules.startup_stopped)
     waiting = [e for e in facts.t.of(Signal.STARTUP_PHASE) if getattr(e.data, "name", "") == "waiting_for_engine_cores"]
-    unbroken = all(b.line == a.line + 1 and b.source == a.source for a, b in zip(waiting, waiting[1:]))
-    if unbroken and (wait.seconds or 0) >= SILENT_ENGINE_S:
+    if _polls_alone(facts, waiting) and (wait.seconds or 0) >= SILENT_ENGINE_S:
         # The engine core writes to the same stream as the API server: a start-up that loads, profiles or
         # compiles prints its steps between the polls.  Poll after poll with nothing between them for
         # minutes is an engine core blocked before its first step
@@ -220,3 +223,15 @@ def handshake_wait(facts: Facts) -> Verdict | None:
                        "traceback means a crash, silence means stuck; or engdiag snapshot on the EngineCore pid")
     return draft.done()
 
+
+def _polls_alone(facts: Facts, polls: list[Event]) -> bool:
+    """Nothing printed between the API server's polls: each follows the last, or every one is the same number of
+    lines after it — a paste wrapped at a width or double-spaced spaces every poll alike, while start-up output
+    between polls does not — and no signal of any kind lies between them."""
+    if any(b.source != a.source for a, b in pairwise(polls)):
+        return False
+    gaps = {b.line - a.line for a, b in pairwise(polls)}
+    if not (gaps <= {1} or (len(gaps) == 1 and max(gaps) <= _ROWS_PER_POLL)):
+        return False
+    source, first, last = polls[0].source, polls[0].line, polls[-1].line
+    return sum(1 for e in facts.events if e.source == source and first <= e.line <= last) == len(polls)
