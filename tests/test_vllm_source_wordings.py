@@ -107,3 +107,40 @@ def test_a_chat_template_that_timed_out_rendering_refused_one_request_and_not_th
     dead = verdict_of(tmp_path, _TEMPLATE_WARNING + "(EngineCore_DP0 pid=2) ERROR 12-01 10:00:09 [core.py:710] "
                                 "RuntimeError: CUDA error: an illegal memory access was encountered\n")
     assert dead.kind.value == "crashed"
+
+
+def test_an_elastic_ep_scale_that_could_not_drain_is_refused_not_an_engine_fault(tmp_path):
+    """'TimeoutError: Timeout reached after 120 seconds waiting for requests to drain.' (0.34 async_llm.py:1295;
+    drain_timeout, 120 s from api_router.py) and the 408 the router answers with."""
+    for line in (("(APIServer pid=1) ERROR 12-01 10:00:00 [async_llm.py:1295] TimeoutError: Timeout reached after 120 "
+                 "seconds waiting for requests to drain.\n"),
+                 ("(APIServer pid=1) INFO 12-01 10:00:00 [api_server.py:1] Scale failed due to request drain timeout "
+                 "after 120 seconds\n")):
+        verdict = verdict_of(tmp_path, _SERVING + line)
+        assert verdict.kind.value == "healthy" and "elastic-EP scale was refused after 120 s" in verdict.headline
+        assert "drain_timeout" in steps_of(verdict)
+    # with the engine dead as well, the refusal is not the story
+    fatal = "(EngineCore_DP0 pid=2) ERROR 12-01 10:00:01 [core.py:1] EngineCore encountered a fatal error.\n"
+    assert verdict_of(tmp_path, _SERVING + line + fatal).kind.value != "healthy"
+
+
+def test_a_recovery_round_short_of_engines_is_a_rendezvous_that_cannot_complete(tmp_path):
+    """0.34 fault tolerance: "[FT] Not all engines joined recovery round '7' within 10s; the same request_id must be
+    sent to every engine." (engine_core_sentinel.py:372)."""
+    result = analysis_of(tmp_path, "(EngineCore_DP1 pid=3) RuntimeError: [FT] Not all engines joined recovery round "
+                                   "'7' within 10s; the same request_id must be sent to every engine.\n")
+    assert result.verdict.kind.value == "deadlocked" and "data-parallel engines" in result.verdict.headline
+    assert any(w.on == "the other data-parallel engines" and w.satisfiable is False for w in result.model.waits)
+    assert "same request_id" in steps_of(result.verdict)
+
+
+def test_a_moriio_rdma_read_whose_completion_never_came_is_a_wait_on_the_prefill_side(tmp_path):
+    """0.34 moriio_connector.py:3026: 'RDMA read TIMED OUT for req %s after %.1fs
+    (kv_connector_extra_config.recv_abort_timeout=%.0f)', aborted lest the decode worker hang on it for ever."""
+    result = analysis_of(tmp_path, "(Worker_TP0 pid=4811) ERROR 07-01 20:30:01 [moriio_connector.py:3025] RDMA read "
+                                   "TIMED OUT for req cmpl-1 after 120.4s (kv_connector_extra_config.recv_abort_timeout"
+                                   "=120)\n")
+    assert result.verdict.kind.value == "deadlocked" and "MoRIIO" in result.verdict.headline
+    assert result.model.guard is not None and result.model.guard.limit_s == 120
+    assert result.model.guard.knob == "kv_connector_extra_config.recv_abort_timeout"
+    assert "recv_abort_timeout" in steps_of(result.verdict)

@@ -11,8 +11,9 @@ Domain facts encoded here (docs/verdicts.md, "Benign"):
   work (``idle-worker-shm-broadcast-info-benign``); one engine-core wait during
   start-up work is that work.
 * A request's chat template that did not render within VLLM_CHAT_TEMPLATE_RENDER_TIMEOUT (vLLM 0.34's guard
-  in the API server) failed that request alone: the engine never saw it (source wording,
-  tests/test_vllm_source_wordings.py).
+  in the API server) failed that request alone: the engine never saw it; an elastic-EP scale whose running
+  requests did not drain within drain_timeout was refused, and the engines went on serving them (source
+  wordings, tests/test_vllm_source_wordings.py).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from engdiag.analysis.facts import Facts
 from engdiag.analysis.timeline import FATAL, is_progress
 from engdiag.analysis.verdict import Kind, Role, Verdict
 from engdiag.logs.events import Event, Peer, Progress, Signal, Stats, Timeout
-from engdiag.logs.patterns.progress import CHAT_TEMPLATE
+from engdiag.logs.patterns.progress import CHAT_TEMPLATE, EP_DRAIN
 from engdiag.logs.patterns.waits import STORE_LOST
 from engdiag.units import plural
 
@@ -136,6 +137,23 @@ def template_timeout(facts: Facts) -> Verdict | None:
                "stays high, restart it")
     draft.step("only for a trusted template and long conversations, raise VLLM_CHAT_TEMPLATE_RENDER_TIMEOUT (seconds) "
                "on the server")
+    return draft.done()
+
+
+def drain_timeout(facts: Facts) -> Verdict | None:
+    """An elastic-EP scale gave up waiting for running requests to finish: the scale was refused, not the engine."""
+    refused = [e for e in facts.t.of(Signal.REQUEST_FAILED) if isinstance(e.data, Timeout) and e.data.guard == EP_DRAIN]
+    if not refused or facts.t.of(*FATAL):
+        return None
+    limit = next((e.data.limit_s for e in refused if isinstance(e.data, Timeout) and e.data.limit_s), None)
+    within = f"{limit:g} s" if limit else "drain_timeout (120 s by default)"
+    draft = Draft(facts, Kind.HEALTHY, 0.6,
+                  f"healthy: an elastic-EP scale was refused after {within} because requests were still running; the "
+                  "engines went on serving them")
+    draft.cite(refused[0], Role.ROOT_CAUSE, "the scale's wait for running requests, not a guard on the engine")
+    draft.cite(facts.t.last_progress, Role.CONTEXT, "the engine's last work")
+    draft.step("scale when the load is low, or give the scale longer: drain_timeout (seconds) in the POST "
+               "/scale_elastic_ep body, above the longest request's time")
     return draft.done()
 
 

@@ -148,6 +148,7 @@ RULES: tuple[Callable[[Facts], Verdict | None], ...] = (
     phase_rules.startup_stopped,
     kv_transfer.hold_expired,
     benign.template_timeout,
+    benign.drain_timeout,
     lmcache.offload_skipped,
     benign.quiet,
 )

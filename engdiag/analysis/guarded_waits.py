@@ -8,7 +8,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engdiag.logs.patterns.waits import ASCEND_RECV, LLMDD_PULL, MOONCAKE, OMNI_INPUT, OMNI_KV, TT_METAL
+from engdiag.logs.patterns.waits import (
+    ASCEND_RECV,
+    LLMDD_PULL,
+    MOONCAKE,
+    MORIIO_RECV,
+    OMNI_INPUT,
+    OMNI_KV,
+    TT_METAL,
+)
 
 
 @dataclass(frozen=True)
@@ -82,6 +90,21 @@ GUARDED_WAITS: dict[str, GuardedWait] = {
           "send gave up', 'Pool exhausted') there is the cause"),
          _do("only if the stage before was still generating them: raise VLLM_OMNI_INPUT_WAIT_TIMEOUT_S (seconds; 600 in "
           "0.30, 300 in 0.22) on the waiting stage"))),
+    # vLLM 0.34 moriio_connector.py:3026 (tests/test_vllm_source_wordings.py)
+    MORIIO_RECV: GuardedWait(
+        "the decode instance", "the prefill instance", "KV read (MoRIIO, RDMA)",
+        "the read's RDMA completion never arrived within recv_abort_timeout; the request's KV load failed",
+        "deadlocked (likely): the decode instance aborted an RDMA read of a request's KV from the prefill instance "
+        "whose completion never came (MoRIIO's recv_abort_timeout); that load failed", 0.5,
+        "the prefill instance's log and the RDMA fabric at that time: an instance that went away or a link that "
+        "dropped the completion (stuck for good); a read that was still moving is rare at this limit",
+        "MoRIIO RDMA read timeout", "vLLM (MoRIIO connector)",
+        "an RDMA read of a request's KV from the prefill instance", "kv_connector_extra_config.recv_abort_timeout",
+        None, "unknown",
+        (_do("check the RDMA link between the two instances (link state, errors) and that the prefill instance is up",
+             "ibv_devinfo; ibstat"),
+         _do("only if the fabric was saturated, not broken: raise recv_abort_timeout in --kv-transfer-config's "
+             "kv_connector_extra_config"))),
     # vllm-ascend 0.9.1 / 0.11 llmdatadist_c_mgr_connector.py (tests/test_vllm_ascend_wordings.py)
     LLMDD_PULL: GuardedWait(
         "the decode instance", "the prefill instance", "KV pull (LLMDataDist)",

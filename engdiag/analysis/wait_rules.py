@@ -29,6 +29,7 @@ from engdiag.analysis.facts import Facts, stalled
 from engdiag.analysis.guarded_waits import GUARDED_WAITS
 from engdiag.analysis.verdict import Kind, Role, Verdict
 from engdiag.logs.events import Event, NcclWork, Peer, Rendezvous, Signal, Timeout
+from engdiag.logs.patterns.fatals import FT_ROUND
 from engdiag.logs.patterns.lmcache import LMCACHE_SERVER
 from engdiag.logs.patterns.waits import ASCEND_TASK, DIVERGED_OUTPUTS, STORE_LOST
 
@@ -62,6 +63,10 @@ def _comm_steps(draft: Draft, event: Event) -> None:
             draft.step("on a headless node, check that the head's address and RPC port are reachable from it",
                        'nc -vz "${DATA_PARALLEL_ADDRESS:?set it to the address given as --data-parallel-address}" 29550   '
                        '# the default --data-parallel-rpc-port')
+        elif meet.what == FT_ROUND:
+            draft.step("send the recovery request, with the same request_id, to every data-parallel engine")
+            draft.step("read each engine's log at that time: one that died or never received the request is the one "
+                       "that did not join")
         elif meet.what == LMCACHE_SERVER:
             draft.step("start the LMCache MP server before vLLM (or let vLLM start it: lmcache.mp.autostart), and "
                        "check that this node reaches it at lmcache.mp.host / lmcache.mp.port (kv_connector_extra_config)")

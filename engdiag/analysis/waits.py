@@ -17,6 +17,7 @@ from engdiag.analysis.guarded_waits import GUARDED_WAITS
 from engdiag.analysis.model import Wait
 from engdiag.analysis.timeline import is_progress
 from engdiag.logs.events import Event, NcclWork, Peer, Phase, Progress, Rendezvous, ShmStall, Signal, Timeout
+from engdiag.logs.patterns.fatals import FT_ROUND
 from engdiag.logs.patterns.lmcache import LMCACHE_SERVER
 from engdiag.logs.patterns.waits import STORE_LOST
 from engdiag.roles import Role as ProcRole
@@ -199,6 +200,10 @@ def _rendezvous(facts: Facts) -> Iterable[Wait]:
         elif meet.what == "front-end":
             on = "the front-end process (the API server, or the data-parallel head)"
             why = "it never answered the engine core's handshake: gone, or not at the address the engine was given"
+        elif meet.what == FT_ROUND:
+            on = "the other data-parallel engines"
+            why = (f"not all joined the fault-tolerance recovery round within {meet.limit_s:g} s: one is gone, or the "
+                   "recovery request did not reach every engine" if meet.limit_s else "not all joined the recovery round")
         elif meet.what == LMCACHE_SERVER:
             on = "LMCache's MP server"
             why = "it never answered vLLM's registration: not running, or not reachable from this node"

@@ -73,6 +73,8 @@ def _timed_out_read(match: re.Match[str], text: str) -> Iterable[Payload]:
         yield Timeout(call="execute_model", guard="vllm-step")
 
 
+FT_ROUND = "ft-round"
+"""0.34's fault-tolerance recovery round as a rendezvous of the data-parallel engines (``Rendezvous.what``)."""
 SHELL_KILLED = "the process the shell ran"
 """Who died when the shell reports its job ``Killed``: whatever it ran, not only a worker."""
 
@@ -395,5 +397,15 @@ STALLS_TIMEOUTS_FATALS: tuple[Rule, ...] = (
         "[FT] No recovery within",
         _c(r"\[FT\] No recovery within (?P<s>\d+)s timeout"),
         lambda m, t: [Timeout(call="fault-tolerance recovery", limit_s=_f(m["s"]), guard="ft")],
+    ),
+    # 0.34's fault tolerance: each engine checks in to a recovery round on the DP store and waits for the others
+    # (v1/fault_tolerance/engine_core_sentinel.py:372, _ROUND_CHECKIN_TIMEOUT_SEC = 10): "[FT] Not all engines joined
+    # recovery round '%s' within 10s; the same request_id must be sent to every engine." — a rendezvous short of
+    # members: an engine that is gone, or a recovery request sent to some engines only
+    Rule(
+        Signal.RENDEZVOUS_FAILED,
+        "Not all engines joined recovery round",
+        _c(r"\[FT\] Not all engines joined recovery round '?[^'\s]*'? within (?P<s>\d+)s"),
+        lambda m, t: [Rendezvous(limit_s=_f(m["s"]), what=FT_ROUND)],
     ),
 )

@@ -14,6 +14,8 @@ from collections.abc import Iterable
 from engdiag.logs.events import Iteration, Payload, PromptLength, ScheduledTokens, Signal, Stats, Timeout
 from engdiag.logs.patterns.base import Rule, _c, _f, _i
 
+EP_DRAIN = "ep-drain"
+"""The API server's wait for running requests to drain before an elastic-EP scale (drain_timeout, 120 s)."""
 CHAT_TEMPLATE = "chat-template"
 """The API server's limit on rendering one request's chat template (VLLM_CHAT_TEMPLATE_RENDER_TIMEOUT)."""
 
@@ -95,6 +97,18 @@ PROGRESS: tuple[Rule, ...] = (
                                                              r"(?P<s>\d+(?:\.\d+)?)s)?"),
          lambda m, t: [Timeout(call="chat template rendering", limit_s=_f(m["s"]),
                                guard=CHAT_TEMPLATE)]),
+    # An elastic-EP scale (POST /scale_elastic_ep) waits drain_timeout (120 s from the API router) for running
+    # requests to finish: "TimeoutError: Timeout reached after %d seconds waiting for requests to drain." (0.11–0.34
+    # v1/engine/async_llm.py, 0.34 :1295), answered 408 "Scale failed due to request drain timeout after %d
+    # seconds" (entrypoints/serve/elastic_ep/api_router.py:73): the scale is refused, the requests keep running
+    Rule(Signal.REQUEST_FAILED, "waiting for requests to drain",
+         _c(r"Timeout reached after (?P<s>\d+(?:\.\d+)?) seconds waiting for requests to drain"),
+         lambda m, t: [Timeout(call="draining requests before an elastic-EP scale", limit_s=_f(m["s"]),
+                               guard=EP_DRAIN)]),
+    Rule(Signal.REQUEST_FAILED, "Scale failed due to request drain timeout",
+         _c(r"Scale failed due to request drain timeout after (?P<s>\d+) seconds"),
+         lambda m, t: [Timeout(call="draining requests before an elastic-EP scale", limit_s=_f(m["s"]),
+                               guard=EP_DRAIN)]),
     Rule(Signal.RESPONSE_GENERATED, "Generated response", _c(r"Generated response \S+?:")),
     # prompt sizes --------------------------------------------------------------------
     Rule(

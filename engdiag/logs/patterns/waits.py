@@ -34,6 +34,8 @@ TT_METAL = "tt-metal"
 """The guard of tt-metal's operation timeout (TT_METAL_OPERATION_TIMEOUT_SECONDS)."""
 LLMDD_PULL = "llmdatadist-pull"
 """The guard of vllm-ascend's LLMDataDist connector on a KV pull from the prefill side (sync_kv_timeout)."""
+MORIIO_RECV = "moriio-recv"
+"""The guard of vLLM's MoRIIO connector on an RDMA read of KV from the prefill side (recv_abort_timeout)."""
 ASCEND_RECV = "ascend-mooncake-recv"
 """The guard of vllm-ascend's Mooncake connectors on an answer from the other instance's side channel (3 × 1 s)."""
 _STORE_REMOTE = re.compile(r"remote=\[?(?:::ffff:)?(?P<host>[^\]\s)]+?)\]?:(?P<port>\d+)\)")
@@ -376,6 +378,17 @@ WAITS: tuple[Rule, ...] = (
         "Failed to receive data after",
         _c(r"Failed to receive data after \d+ retries: Receive timeout"),
         _const(Timeout(call="the other instance's side channel (Mooncake, ZMQ)", guard=ASCEND_RECV)),
+    ),
+    # vLLM 0.34's MoRIIO connector on the decode side (moriio_connector.py:3026): "RDMA read TIMED OUT for req %s after
+    # %.1fs (kv_connector_extra_config.recv_abort_timeout=%.0f)" — a read whose completion never arrived, aborted
+    # "otherwise a lost RDMA completion would leave the decode worker hung indefinitely on this request"
+    Rule(
+        Signal.COMM_TIMEOUT,
+        "RDMA read TIMED OUT for req",
+        _c(r"RDMA read TIMED OUT for req \S+ after [\d.]+s \(kv_connector_extra_config\.recv_abort_timeout="
+           r"(?P<s>\d+(?:\.\d+)?)\)"),
+        lambda m, t: [Timeout(call="RDMA read of KV from the prefill instance (MoRIIO)", limit_s=_f(m["s"]),
+                              guard=MORIIO_RECV)],
     ),
     # vllm-omni's scheduler on a request's input from the stage before, 10–20× the KV wait: "Marking %d
     # request(s) as FINISHED_ERROR after waiting > %.0fs for connector input: %s" (0.22 and 0.30
