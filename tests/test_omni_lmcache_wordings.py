@@ -164,3 +164,39 @@ def test_vllm_omni_0_30s_start_up_warning_names_its_own_limits(tmp_path):
     assert result.verdict.kind.value == "slow" and "weight loading" in result.verdict.headline
     assert result.model.guard is not None and result.model.guard.limit_s == 600
     assert "--init-timeout" in steps_of(result.verdict)
+
+
+def test_a_dlo_wave_one_rank_never_joined_is_a_deadlock_with_its_knob(tmp_path):
+    """'DLO DP collective wave timed out after 600.0s; shutting down the worker group: …' (0.30
+    multiproc_executor.py:505): 'once one rank is stuck in a DLO AllGather, that process group cannot be reused'."""
+    result = analysis_of(tmp_path, "(APIServer pid=1) ERROR 07-01 20:30:01 [multiproc_executor.py:505] DLO DP collective "
+                                   "wave timed out after 600.0s; shutting down the worker group: TimeoutError()\n")
+    assert result.verdict.kind.value == "deadlocked" and "DLO collective wave" in result.verdict.headline
+    assert any(w.on == "the other DP ranks" and w.satisfiable is False for w in result.model.waits)
+    assert result.model.guard is not None and result.model.guard.knob == "VLLM_OMNI_DLO_DP_WAVE_TIMEOUT"
+    assert result.model.guard.limit_s == 600.0
+
+
+def test_a_replica_the_orchestrator_evicts_as_dead_is_a_dead_worker(tmp_path):
+    """'[Orchestrator] Stage-1 replica-0 is dead; evicting it and failing its in-flight requests: …' (0.30
+    orchestrator.py:1291) and '… dispatch for req=r hit dead stage-1 replica-0: …' (:1456) read 'no crash' before."""
+    head = "(APIServer pid=1) ERROR 07-01 20:30:01 [orchestrator.py:1291] [Orchestrator] "
+    for line in ("Stage-1 replica-0 is dead; evicting it and failing its in-flight requests: heartbeat lost",
+                 "async dispatch for req=chatcmpl-1 hit dead stage-1 replica-0: gone"):
+        verdict = verdict_of(tmp_path, head + line + "\n")
+        assert verdict.kind.value == "crashed", line
+        assert "stage-1 replica-0" in verdict.evidence[0].text.lower()
+
+
+def test_a_stage_that_waited_out_a_sibling_stages_device_lock_was_starting_not_stuck(tmp_path):
+    """'Timeout waiting for device 0 initialization lock, proceeding anyway' (0.30 stage_init_utils.py:1862): the
+    stage holding it was still starting; 0.30's phase lock fails closed instead ('DeviceLockTimeoutError: Timed out
+    after 900s acquiring EX lock on device 0', stage_phase_lock.py:158), a stage's start-up limit."""
+    result = analysis_of(tmp_path, "(StageEngineCoreProc pid=2) WARNING 07-01 20:30:01 [stage_init_utils.py:1862] "
+                                   "Timeout waiting for device 0 initialization lock, proceeding anyway\n")
+    assert any("co-located vllm-omni stage" in a.name and a.advancing for a in result.model.activities)
+    assert result.verdict.kind.value not in ("deadlocked", "crashed")
+    locked = analysis_of(tmp_path, "(APIServer pid=1) ERROR 07-01 20:30:01 [stage_phase_lock.py:158] "
+                                   "DeviceLockTimeoutError: Timed out after 900s acquiring EX lock on device 0\n")
+    assert locked.model.guard is not None and locked.model.guard.name == "vllm-omni stage start-up timeout"
+    assert locked.model.guard.limit_s == 900

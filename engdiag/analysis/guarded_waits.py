@@ -13,6 +13,7 @@ from engdiag.logs.patterns.waits import (
     LLMDD_PULL,
     MOONCAKE,
     MORIIO_RECV,
+    OMNI_DLO,
     OMNI_INPUT,
     OMNI_KV,
     TT_METAL,
@@ -105,6 +106,18 @@ GUARDED_WAITS: dict[str, GuardedWait] = {
              "ibv_devinfo; ibstat"),
          _do("only if the fabric was saturated, not broken: raise recv_abort_timeout in --kv-transfer-config's "
              "kv_connector_extra_config"))),
+    # vllm-omni 0.30 diffusion/executor/multiproc_executor.py:505 (tests/test_omni_lmcache_wordings.py)
+    OMNI_DLO: GuardedWait(
+        "a diffusion DP rank", "the other DP ranks", "DLO AllGather (vllm-omni)",
+        "one rank never joined the data-parallel collective wave within the limit",
+        "deadlocked: a diffusion data-parallel rank never joined a DLO collective wave, and vllm-omni shut the worker "
+        "group down (a group with a rank stuck in its AllGather cannot be reused)", 0.7,
+        "each DP rank's log at that time: the rank with no step that wave (an uneven batch, an error, a crash) is the "
+        "one the others waited for",
+        "vllm-omni DLO DP wave timeout", "vllm-omni", "an AllGather of the diffusion data-parallel ranks (DLO)",
+        "VLLM_OMNI_DLO_DP_WAVE_TIMEOUT", 600.0, "default",
+        (_do("read every DP rank's log for the wave that timed out: the rank that did not reach it is the cause"),
+         _do("restart the server: vllm-omni shut the worker group down, it does not recover by itself"))),
     # vllm-ascend 0.9.1 / 0.11 llmdatadist_c_mgr_connector.py (tests/test_vllm_ascend_wordings.py)
     LLMDD_PULL: GuardedWait(
         "the decode instance", "the prefill instance", "KV pull (LLMDataDist)",

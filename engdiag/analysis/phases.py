@@ -215,8 +215,7 @@ def _retries(facts: Facts) -> Iterable[Activity]:
     if retries:
         name = retries[0].data.name if isinstance(retries[0].data, Phase) else "set-up retries"
         yield _activity(name, retries[0], retries[-1], seconds=_span(retries[0], retries[-1]), advancing=True,
-                        finished=False, detail=f"{plural(len(retries), 'bounded wait')} timed out and "
-                               f"{'was' if len(retries) == 1 else 'were'} retried")
+                        finished=False, detail=f"{plural(len(retries), 'bounded wait')} timed out; the set-up went on")
 
 
 NCCL_SETUP = "NCCL communicator set-up (NCCL INFO lines)"

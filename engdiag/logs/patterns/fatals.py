@@ -191,6 +191,13 @@ STALLS_TIMEOUTS_FATALS: tuple[Rule, ...] = (
            _c(r"(?P<who>Stage\w*Proc|Diffusion worker\(s\)) died unexpectedly(?: \(exit code:? (?P<code>-?\d+)\))?"),
            lambda m, t: [Failure(name=m["who"], exit_code=_i(m["code"]))])
       for literal in ("Proc died unexpectedly", "worker(s) died unexpectedly")),
+    # its orchestrator evicting a replica whose process died (0.30 engine/orchestrator.py:1291, "[Orchestrator]
+    # Stage-%s replica-%s is dead; evicting it and failing its in-flight requests: %s"), or dispatching to one (:1456,
+    # "… dispatch for req=%s hit dead stage-%s replica-%s: %s"); the replica's heartbeat expiry logs nothing itself
+    Rule(Signal.WORKER_DIED, "is dead; evicting it", _c(r"Stage-(?P<s>\d+) replica-(?P<r>\d+) is dead; evicting it"),
+         lambda m, t: [Failure(name=f"vllm-omni stage-{m['s']} replica-{m['r']}")]),
+    Rule(Signal.WORKER_DIED, "hit dead stage-", _c(r"dispatch for req=\S+ hit dead stage-(?P<s>\d+) replica-(?P<r>\d+)"),
+         lambda m, t: [Failure(name=f"vllm-omni stage-{m['s']} replica-{m['r']}")]),
     # its diffusion executor at start-up, when a rank's pipe ends (EOFError): "Rank %d scheduler is dead. Please check
     # if there are relevant logs." then, a record of its own, "Exit code: %s" (0.14 multiproc_executor.py:112, 0.22
     # :183, 0.30 :420; vllm-omni issues 7496 and 5827: -9)
@@ -385,6 +392,15 @@ STALLS_TIMEOUTS_FATALS: tuple[Rule, ...] = (
         "Timed out waiting for READY from",
         _c(r"Timed out waiting for READY from (?P<who>\w+) after (?P<s>\d+(?:\.\d+)?) ?s"),
         lambda m, t: [Timeout(call=f"vllm-omni stage start-up ({m['who']})", limit_s=_f(m["s"]), guard="omni-stage")],
+    ),
+    # vllm-omni 0.30's phase locks fail closed (engine/stage_phase_lock.py:158, 900 s): "DeviceLockTimeoutError:
+    # Timed out after 900s acquiring EX lock on device 0" — another stage held the device that long
+    Rule(
+        Signal.ENGINE_READY_TIMEOUT,
+        " lock on device ",
+        _c(r"Timed out after (?P<s>\d+(?:\.\d+)?)s acquiring (?:EX|SH) lock on device"),
+        lambda m, t: [Timeout(call="vllm-omni stage start-up (a device lock another stage held)", limit_s=_f(m["s"]),
+                              guard="omni-stage")],
     ),
     Rule(
         Signal.ENGINE_READY_TIMEOUT,

@@ -34,6 +34,8 @@ TT_METAL = "tt-metal"
 """The guard of tt-metal's operation timeout (TT_METAL_OPERATION_TIMEOUT_SECONDS)."""
 LLMDD_PULL = "llmdatadist-pull"
 """The guard of vllm-ascend's LLMDataDist connector on a KV pull from the prefill side (sync_kv_timeout)."""
+OMNI_DLO = "vllm-omni-dlo"
+"""The guard of vllm-omni's diffusion executor on a data-parallel DLO collective wave (VLLM_OMNI_DLO_DP_WAVE_TIMEOUT)."""
 MORIIO_RECV = "moriio-recv"
 """The guard of vLLM's MoRIIO connector on an RDMA read of KV from the prefill side (recv_abort_timeout)."""
 ASCEND_RECV = "ascend-mooncake-recv"
@@ -390,6 +392,16 @@ WAITS: tuple[Rule, ...] = (
         lambda m, t: [Timeout(call="RDMA read of KV from the prefill instance (MoRIIO)", limit_s=_f(m["s"]),
                               guard=MORIIO_RECV)],
     ),
+    # vllm-omni 0.30's diffusion executor (diffusion/executor/multiproc_executor.py:505): "DLO DP collective wave timed
+    # out after %.1fs; shutting down the worker group: %s" — "once one rank is stuck in a DLO AllGather, that process
+    # group cannot be reused safely" (its docstring): a collective one rank never joined
+    Rule(
+        Signal.COMM_TIMEOUT,
+        "DLO DP collective wave timed out",
+        _c(r"DLO DP collective wave timed out after (?P<s>\d+(?:\.\d+)?)s"),
+        lambda m, t: [Timeout(call="DLO AllGather across the diffusion DP ranks (vllm-omni)", limit_s=_f(m["s"]),
+                              guard=OMNI_DLO)],
+    ),
     # vllm-omni's scheduler on a request's input from the stage before, 10–20× the KV wait: "Marking %d
     # request(s) as FINISHED_ERROR after waiting > %.0fs for connector input: %s" (0.22 and 0.30
     # core/sched/omni_scheduler_mixin.py:105 / :452), its async-chunk twin "… after stalling > %.0fs waiting for a
@@ -453,5 +465,15 @@ WAITS: tuple[Rule, ...] = (
         "All Reduce workspace",
         _c(r"Failed to initialize FlashInfer All Reduce workspace: (?P<d>[^\n]{0,160})"),
         lambda m, t: [Phase("all-reduce workspace set-up (timed out, retried)")],
+    ),
+    # vllm-omni's stages sharing a device take turns at start-up behind a file lock; one that waited past
+    # stage_init_timeout goes on without it: "Timeout waiting for device %s initialization lock, proceeding anyway"
+    # (0.14 omni_stage.py:651, 0.22 :1025, 0.30 engine/stage_init_utils.py:1862) — the stage holding it was still
+    # starting
+    Rule(
+        Signal.BUSY_RETRY,
+        "initialization lock, proceeding anyway",
+        _c(r"Timeout waiting for device \S+ initialization lock, proceeding anyway"),
+        _const(Phase("a co-located vllm-omni stage's start-up (its device lock held past stage_init_timeout)")),
     ),
 )
