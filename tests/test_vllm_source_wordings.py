@@ -144,3 +144,17 @@ def test_a_moriio_rdma_read_whose_completion_never_came_is_a_wait_on_the_prefill
     assert result.model.guard is not None and result.model.guard.limit_s == 120
     assert result.model.guard.knob == "kv_connector_extra_config.recv_abort_timeout"
     assert "recv_abort_timeout" in steps_of(result.verdict)
+
+
+def test_a_lost_kv_transfer_peer_is_the_other_instance_not_a_rank_of_a_collective(tmp_path):
+    """NIXL's remote disconnect and UCX's endpoint timeout are the prefill/decode link
+    (nixl-pd-stale-endpoint-after-decode-restart-kv-stall): the wait is on the other instance, and what never
+    completes is the transfer and its request, not a collective; NCCL's lost peer stays a rank's."""
+    result = analysis_of(tmp_path, "(Worker_TP0 pid=1) ERROR 05-01 15:00:24 [nixl_connector.py:1] "
+                                   "nixl._bindings.nixlRemoteDisconnectError: NIXL_ERR_REMOTE_DISCONNECT\n")
+    assert result.verdict.kind.value == "deadlocked"
+    assert "the other instance" in result.verdict.headline and "collective" not in result.verdict.headline
+    assert any(w.on == "the other instance" and w.via == "KV transfer" for w in result.model.waits)
+    nccl = analysis_of(tmp_path, "(Worker_TP1 pid=2) ERROR 05-01 15:00:24 [x.py:1] RuntimeError: NCCL error: remote "
+                                 "process exited or there was a network error, NCCL version 2.21.5 ncclRemoteError\n")
+    assert all(w.via != "KV transfer" for w in nccl.model.waits)

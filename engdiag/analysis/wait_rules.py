@@ -28,6 +28,7 @@ from engdiag.analysis.draft import Draft
 from engdiag.analysis.facts import Facts, stalled
 from engdiag.analysis.guarded_waits import GUARDED_WAITS
 from engdiag.analysis.verdict import Kind, Role, Verdict
+from engdiag.analysis.waits import KV_TRANSFER, KV_TRANSPORTS
 from engdiag.logs.events import Event, NcclWork, Peer, Rendezvous, Signal, Timeout
 from engdiag.logs.patterns.fatals import FT_ROUND
 from engdiag.logs.patterns.lmcache import LMCACHE_SERVER
@@ -93,7 +94,7 @@ def _comm_steps(draft: Draft, event: Event) -> None:
         draft.step("read the log of the process that hosts the store (rank 0; with data parallelism the head node's "
                    "vLLM): why it exited is the cause")
         draft.step("the ranks left never recover on their own: stop every node's vLLM and start the group again")
-    elif signal is Signal.PEER_LOST and isinstance(event.data, Peer) and (event.data.detail or "").startswith(("UCX", "NIXL")):
+    elif signal is Signal.PEER_LOST and isinstance(event.data, Peer) and (event.data.detail or "").startswith(KV_TRANSPORTS):
         draft.step("check that the other instance is up and reachable for KV transfer (after a restart, "
                    "restart its peer too: survivors keep the old endpoints)")
         draft.step("get UCX's account of the endpoint", "export UCX_LOG_LEVEL=debug")
@@ -137,7 +138,9 @@ def unsatisfiable_wait(facts: Facts, root: Event) -> Verdict:
     headline = {
         Signal.COLLECTIVE_MISMATCH: f"deadlocked: ranks entered different collectives ({why}) — they can never meet",
         Signal.RENDEZVOUS_FAILED: f"deadlocked: the rendezvous can never complete — waiting on {party} ({why})",
-        Signal.PEER_LOST: f"deadlocked: the transport to {party} failed ({why}); the collective can never complete",
+        Signal.PEER_LOST: f"deadlocked: the transport to {party} failed ({why}); the "
+        f"{'transfer and the request waiting on it' if wait and wait.via == KV_TRANSFER else 'collective'} can never "
+        "complete",
         Signal.COMM_TIMEOUT: f"deadlocked: {wait.via if wait else 'a communication kernel'} gave up waiting on "
         f"{party} ({why})",
     }[root.signal]

@@ -32,6 +32,11 @@ UNSATISFIABLE = (
 """Signals that prove a wait can never complete."""
 
 
+KV_TRANSPORTS = ("UCX", "NIXL")
+"""Transports that carry KV between a prefill and a decode instance: a peer lost there is the other instance."""
+KV_TRANSFER = "KV transfer"
+
+
 def _label(event: Event, default: str) -> str:
     return event.proc.label if event.proc is not None else default
 
@@ -161,6 +166,10 @@ def _collective_waits(facts: Facts) -> Iterable[Wait]:
     for event in facts.t.of(Signal.PEER_LOST)[:4]:
         peer = event.data if isinstance(event.data, Peer) else Peer()
         store = peer.detail == STORE_LOST
+        if (peer.detail or "").startswith(KV_TRANSPORTS):  # disaggregated serving: an instance, not a rank
+            yield Wait(_label(event, "a KV-transfer worker"), "the other instance", KV_TRANSFER, False, peer.detail
+                       or "the link to it failed", None, event.source, event.line)
+            continue
         yield Wait(_label(event, "a rank"), f"peer {peer.peer}" if peer.peer else "a peer rank",
                    "TCP store" if store else "collective", False, peer.detail or "the link to the peer failed", None,
                    event.source, event.line)
