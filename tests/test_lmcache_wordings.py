@@ -179,3 +179,13 @@ def test_the_cli_cites_lmcaches_line_with_its_place_in_the_file(tmp_path):
     assert report["verdict"]["kind"] == "slow"
     cited = [e for e in report["verdict"]["evidence"] if e["role"] == "root cause"]
     assert cited and cited[0]["line"] == 2 and "batched_async_contains" in cited[0]["text"]
+
+
+def test_a_backend_failing_lmcaches_health_checks_leaves_the_engine_serving_without_it(tmp_path):
+    """'HealthMonitor: System unhealthy, entering degraded mode' (0.5.6 health_monitor/base.py:282), then 'LMCache
+    is unhealthy, skipping store operation' (cache_engine.py:417) for every cache operation."""
+    text = (_lines("HealthMonitor: System unhealthy, entering degraded mode", "base.py", 282, 1)
+            + _lines("LMCache is unhealthy, skipping store operation", "cache_engine.py", 417, 3))
+    verdict = verdict_of(tmp_path, text)
+    assert verdict.kind.value == "healthy" and "health monitor" in verdict.headline
+    assert "max_local_cpu_size" not in steps_of(verdict) and "ping timeout" in steps_of(verdict)

@@ -21,6 +21,7 @@ from engdiag.analysis.timeline import FATAL
 from engdiag.analysis.verdict import Kind, Role, Verdict
 from engdiag.logs.events import Event, Failure, Signal, Timeout
 from engdiag.logs.patterns.lmcache import (
+    LMCACHE_HEALTH,
     LMCACHE_LOOKUP,
     LMCACHE_MP,
     LMCACHE_PINS,
@@ -81,29 +82,41 @@ def _slow_tier(facts: Facts, events: list[Event], what: str, *steps: str) -> Ver
 
 
 def offload_skipped(facts: Facts) -> Verdict | None:
-    """LMCache skipped stores its full CPU pool had no room for, or unpinned leaked chunks: the engine served on.
-    Judged after every stall rule: a skipped store is background to an engine that waited on its workers."""
-    events = _fallbacks(facts)
-    pins = [e for e in events if isinstance(e.data, Failure) and e.data.name == LMCACHE_PINS]
-    full = [e for e in events if isinstance(e.data, Failure) and e.data.name == LMCACHE_POOL]
-    if not pins and not full:
-        return None
-    if full:
-        draft = Draft(facts, Kind.HEALTHY, 0.55,
-                      f"healthy (offload degraded): LMCache's CPU pool was full {plural(len(full), 'time')}, so it "
-                      "skipped storing KV there; the engine served on and later requests recompute what was not stored")
-        draft.cite(full[0], Role.ROOT_CAUSE, "LMCache's host pool full: the store was skipped, nothing waited")
-        draft.cite(pins[0] if pins else None, Role.SUPPORTING, "chunks held past pin_timeout_sec: a pin leak fills it")
+    """LMCache went without a store (its CPU pool full, its backend failing its health checks) or unpinned leaked
+    chunks: the engine served on.  Judged after every stall rule: a skipped store is background to an engine that
+    waited on its workers."""
+    named = {name: [e for e in _fallbacks(facts) if isinstance(e.data, Failure) and e.data.name == name]
+             for name in (LMCACHE_HEALTH, LMCACHE_POOL, LMCACHE_PINS)}
+    sick, full, pins = named[LMCACHE_HEALTH], named[LMCACHE_POOL], named[LMCACHE_PINS]
+    if sick:
+        draft = Draft(facts, Kind.HEALTHY, 0.5,
+                      "healthy (offload degraded): LMCache's health monitor found its backend failing and LMCache "
+                      f"went without it ({plural(len(sick), 'line')}); the engine served on, recomputing what the "
+                      "cache would have held")
+        draft.cite(sick[0], Role.ROOT_CAUSE, "LMCache's backend failing its health checks, not the engine")
+        draft.undecided = "which backend: the monitor's own lines before it (Ping timeout, Put timeout) and its log"
+        draft.step("check the backend LMCache's health checks reach (the remote store or its server): up, and "
+                   "answering within their ping timeout from this node")
+    elif full or pins:
+        if full:
+            draft = Draft(facts, Kind.HEALTHY, 0.55,
+                          f"healthy (offload degraded): LMCache's CPU pool was full {plural(len(full), 'time')}, so it "
+                          "skipped storing KV there; the engine served on and later requests recompute what was not "
+                          "stored")
+            draft.cite(full[0], Role.ROOT_CAUSE, "LMCache's host pool full: the store was skipped, nothing waited")
+            draft.cite(pins[0] if pins else None, Role.SUPPORTING, "chunks held past pin_timeout_sec: a pin leak fills it")
+        else:
+            draft = Draft(facts, Kind.HEALTHY, 0.55,
+                          f"healthy: LMCache's pin monitor freed chunks pinned past pin_timeout_sec "
+                          f"({plural(len(pins), 'time')}) — a leak or an abandoned read, cleaned up")
+            draft.cite(pins[0], Role.ROOT_CAUSE, "LMCache's safety net for pins, not an engine fault")
+        draft.step("give LMCache's CPU pool more host memory (max_local_cpu_size in its config, GB, 5 by default) if "
+                   "cache hits matter at this load")
+        draft.step("a pool that stays full at low load is a pin leak: upgrade LMCache if its release notes name one")
     else:
-        draft = Draft(facts, Kind.HEALTHY, 0.55,
-                      f"healthy: LMCache's pin monitor freed chunks pinned past pin_timeout_sec "
-                      f"({plural(len(pins), 'time')}) — a leak or an abandoned read, cleaned up")
-        draft.cite(pins[0], Role.ROOT_CAUSE, "LMCache's safety net for pins, not an engine fault")
+        return None
     draft.generic_steps = False
     draft.cite(facts.t.last_progress, Role.CONTEXT, "the engine's last work")
-    draft.step("give LMCache's CPU pool more host memory (max_local_cpu_size in its config, GB, 5 by default) if "
-               "cache hits matter at this load")
-    draft.step("a pool that stays full at low load is a pin leak: upgrade LMCache if its release notes name one")
     return draft.done()
 
 

@@ -16,6 +16,8 @@ LMCACHE_POOL = "LMCache CPU pool"
 """LMCache's pinned host-memory pool (max_local_cpu_size, 5 GB by default): full, a store is skipped."""
 LMCACHE_PINS = "LMCache pin monitor"
 """LMCache's safety net for chunks pinned too long (pin_timeout_sec, 300 s): it unpins them by force."""
+LMCACHE_HEALTH = "LMCache health monitor"
+"""LMCache's monitor of its own backends (remote ping and put checks): unhealthy, it skips every cache operation."""
 LMCACHE_REMOTE = "lmcache-remote"
 """The blocking read from LMCache's remote store (remote_backend.py, blocking_timeout_secs, 10 s)."""
 LMCACHE_LOOKUP = "lmcache-lookup"
@@ -50,6 +52,14 @@ LMCACHE: tuple[Rule, ...] = (
          _c(r"Pin timeout detected for MemoryObj"), _const(Failure(name=LMCACHE_PINS))),
     Rule(Signal.LMCACHE_DEGRADED, "timeout objects in", _c(r"Force unpinned \d+ timeout objects in"),
          _const(Failure(name=LMCACHE_PINS))),
+    # The health monitor finding a backend failing (0.4.4 health_monitor/base.py:300, 0.5.6 :282: "HealthMonitor:
+    # System unhealthy, entering degraded mode"; its remote check's "Put timeout, check failed." / "Ping timeout",
+    # remote_backend_check.py:300/:249), then the engine skipping LMCache: "LMCache is unhealthy, skipping store
+    # operation" (and store_layer / retrieve / retrieve_layer / lookup; 0.4.4 cache_engine.py:392…, 0.5.6 :417…)
+    Rule(Signal.LMCACHE_DEGRADED, "System unhealthy, entering degraded mode",
+         _c(r"HealthMonitor: System unhealthy, entering degraded mode"), _const(Failure(name=LMCACHE_HEALTH))),
+    Rule(Signal.LMCACHE_DEGRADED, "LMCache is unhealthy, skipping",
+         _c(r"LMCache is unhealthy, skipping \w+ operation"), _const(Failure(name=LMCACHE_HEALTH))),
     # A read from the remote store (LMCache server, Redis/Valkey, Mooncake…) waits future.result(
     # blocking_timeout_secs), then cancels and treats the chunk as a miss: "get blocking timeout, trigger cancel
     # the future task" (0.3.3 remote_backend.py:228, 0.4.4 :370/:461, 0.5.6 :370/:462), "batched get blocking
