@@ -205,6 +205,10 @@ UNDECIDABLE_FROM_THE_LOG = {
 }
 
 NO_SIGNAL_IN_THE_LOG = {
+    # Blind round 3: Dynamo's prefill-worker lines (Rust tracing's format, read with their times since Dynamo's
+    # format is a shape) and NIXL plugin banners, up to a dequeued prefill request; the UCX interface fault is in
+    # no line
+    "dynamo-2node-disagg-nixl-ucx-unreachable-iface-prefill-stuck": "deadlocked",
     # Blind round 39, medium: vLLM's start-up banner; the crash is the reporter's own summary above it
     # ("ErrorLog: RuntimeError: cutlass_scaled_mm_sm80_epilogue, <file>:89"), no line as vLLM printed it
     "win-blackwell-nvfp4-cutlass-sm80-fp8-lmhead": "other",
@@ -310,8 +314,6 @@ NOT_A_VLLM_LOG = {
     # Blind round 17: a commenter's annotated summary of a Ray worker pod's and the leader's lines ("<- MY_IP is
     # EMPTY"), no line as vLLM printed it
     "eks-lws-ray-worker-never-joins-raylet-wrong-nic",
-    # Blind round 3: dynamo's prefill-worker lines and NIXL plugin banners (the UCX interface fault is in no line)
-    "dynamo-2node-disagg-nixl-ucx-unreachable-iface-prefill-stuck",
     # lm-eval's client progress bar and its TimeoutError retry: the client's side only
     "tt-inference-server-qwen3-8b-mmlu-pro-long-output-lm-eval-client-timeout",
     # Blind round 6: five lines of Ascend HCCL's plog (a 32-rank group's set-up); the stuck heartbeat the

@@ -30,6 +30,8 @@ OMNI_STEP = ("give vllm-omni's stages longer to start: --init-timeout (600 s by 
 _STARTUP_OWNERS = ("platform", "vllm-omni")
 """Owners of a limit on the whole start-up, outside the engine's own: a launcher, a platform, vllm-omni's
 orchestrator."""
+_DEAD = (Signal.ENGINE_DEAD, Signal.ENGINE_FATAL, Signal.WORKER_DIED)
+"""An engine or worker that was already dead."""
 MIN_STARTUP_S = 60.0
 """No vLLM server becomes ready faster: importing torch, loading any model and warming up take this long."""
 
@@ -40,6 +42,11 @@ def external_guard(facts: Facts) -> Verdict | None:
     if not fired:
         return None
     event = fired[0]
+    if any(e.signal in _DEAD for e in facts.before(event)):
+        # the engine had died before the guard fired: its health check failed because it was dead, and the death is
+        # what to judge (Ray Serve LLM: "Engine health check failed … EngineCore encountered an issue", then the
+        # controller's "failed health check, stopping it"; ray PR 59924)
+        return None
     g = facts.model.guard
     if g is not None and g.owner == "LMCache":
         return lmcache.server_start(facts, event, g)
@@ -70,11 +77,16 @@ def external_guard(facts: Facts) -> Verdict | None:
             draft.step(CLIENT_STEP)
         elif g is not None and g.owner == "vllm-omni":
             draft.step(OMNI_STEP)
+        elif g is not None and g.owner == "Dynamo":
+            draft.step("give the engine longer to answer Dynamo's health check: DYN_ENGINE_HEALTH_CHECK_TIMEOUT "
+                       "(seconds, 30 by default) in the worker's environment, above the longest step")
         elif g is not None and g.owner.startswith("platform"):
             draft.step(STARTUP_PROBE)
         else:
             draft.step("give the replica longer to answer its health check (in the deployment's code: "
-                       "@serve.deployment(health_check_timeout_s=600, health_check_period_s=30))")
+                       "@serve.deployment(health_check_timeout_s=600, health_check_period_s=30); Ray Serve LLM builds "
+                       "the deployment itself with 10 s: LLMConfig(deployment_config={'health_check_timeout_s': 600}) "
+                       "or RAY_SERVE_LLM_DEFAULT_HEALTH_CHECK_TIMEOUT_S in its environment)")
         return draft.cite_consequences(event).done()
     if client:
         return _client_gave_up(facts, event, name)

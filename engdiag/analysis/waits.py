@@ -130,6 +130,8 @@ def _core_waits(facts: Facts) -> Iterable[Wait]:
                    float(sum(interval(e) for e in workers)), workers[-1].source, workers[-1].line)
 
 
+_OVER = re.compile(r"for over (\d+) s")
+"""Ray Serve's unscheduled-replica warning: the first was printed this long after the replica was asked for."""
 _WAITED = re.compile(r"waited (\d+) s")
 
 
@@ -142,13 +144,17 @@ def _api_waits(facts: Facts) -> Iterable[Wait]:
         yield Wait(_label(first, "API server"), "engine (MQLLMEngine)", "RPC", True if progress else None,
                    "the engine produced output meanwhile" if progress else "no engine progress while it waited",
                    facts.seconds(first, last), last.source, last.line)
-    for event in waiting:
-        if isinstance(event.data, Peer) and event.data.peer == "Ray placement group":
-            failed = facts.t.of(Signal.RENDEZVOUS_FAILED)
-            waited = _WAITED.search(event.data.detail or "")
-            yield Wait(_label(event, "engine"), "Ray placement group", "placement group",
-                       False if failed else None, event.data.detail or "",
-                       float(waited[1]) if waited else None, event.source, event.line)
+    placing = [e for e in waiting if isinstance(e.data, Peer) and e.data.peer == "Ray placement group"]
+    for event in placing:
+        failed = facts.t.of(Signal.RENDEZVOUS_FAILED)
+        detail = event.data.detail or "" if isinstance(event.data, Peer) else ""
+        waited = _WAITED.search(detail)
+        seconds = float(waited[1]) if waited else None
+        if (over := _OVER.search(detail)) is not None:
+            # Ray Serve repeats "taken more than 30s to be scheduled" every 30 s: the wait runs from its first
+            seconds = float(over[1]) + (facts.seconds(placing[0], event) or 0.0)
+        yield Wait(_label(event, "engine"), "Ray placement group", "placement group", False if failed else None,
+                   detail, seconds, event.source, event.line)
 
 
 def _collective_waits(facts: Facts) -> Iterable[Wait]:

@@ -86,13 +86,15 @@ _BAR = re.compile(
 """A tqdm bar; one cut right after its first ``|`` (a paste's last line) still names its activity; one drawn
 without its bar (``67% 2/3 [02:41<01:19, 79.54s/it]``: a CI log's rendering) needs its timing block."""
 _RECORD_START = re.compile(
-    r"(?:\([A-Za-z_][\w .=-]{0,60}? pid=\d+(?:, ip=[^)\s]*)?\)\s?)?"
+    r"(?:\([A-Za-z_][\w .:=-]{0,120}? pid=\d+(?:, ip=[^)\s]*)?\)\s?)?"
     r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d"
 )
 _TAGGED_RECORD_START = re.compile(
-    r"\([A-Za-z_][\w .=-]{0,60}? pid=\d+(?:, ip=[^)\s]*)?\)\s?(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d"
+    r"\([A-Za-z_][\w .:=-]{0,120}? pid=\d+(?:, ip=[^)\s]*)?\)\s?(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d"
 )
 _GLOG_LEVELS = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "CRITICAL"}
+_LEVEL_FIRST = frozenset("DIWEC ")
+"""The first characters of a line that may start with a level."""
 
 
 class Shape(str, Enum):
@@ -193,6 +195,18 @@ def _parse(
         from engdiag.logs.lmcache_lines import lmcache_piece  # only logs with LMCache's lines pay for it
 
         if (found := lmcache_piece(rest, proc, common)) is not None:
+            return found
+    if " -- " in rest[:240] and rest[:1] in _LEVEL_FIRST:
+        from engdiag.logs.serving_lines import (
+            ray_serve_piece,  # only lines shaped like Ray Serve's pay for it
+        )
+
+        if (found := ray_serve_piece(rest, proc, common)) is not None:
+            return found
+    if kube_ts is not None and rest[:1] == " ":
+        from engdiag.logs.serving_lines import tracing_piece  # a time, then the level padded: Rust's tracing
+
+        if (found := tracing_piece(rest, proc, common)) is not None:
             return found
     if (match := _UVICORN.match(rest)) is not None:
         msg = rest[match.end() :]

@@ -12,10 +12,11 @@ import re
 from engdiag.logs.events import Proc
 
 _TAG = re.compile(
-    r"\s*\((?P<name>[A-Za-z_][\w .=-]{0,60}?)"
+    r"\s*\((?P<name>[A-Za-z_][\w .:=-]{0,120}?)"
     r"(?:,? pid=(?P<pid>\d+)(?:, ip=(?P<ip>[^)\s]*))?)?\)[ \t]?"
 )
-"""vLLM's and Ray's ``(name pid=N[, ip=A])``; SkyPilot's ``(task-name, pid=N)`` before every line of a job it runs
+"""vLLM's and Ray's ``(name pid=N[, ip=A])`` — Ray Serve names a replica ``ServeReplica:app:deployment``
+(``(ServeReplica:llm_app:LLMServer:qwen-32b pid=194388)``); SkyPilot's ``(task-name, pid=N)`` before every line of a job it runs
 (flashinfer-jit-nvcc-unknown-option: ``(vllm-test, pid=2150) (EngineCore_0 pid=3966) ERROR …``)."""
 _ACTOR_TAG = re.compile(
     r"\s*\(?(?P<name>[A-Za-z_]\w*\((?:[^()]|\([^()]*\))*\)) pid=(?P<pid>\d+)(?:, ip=(?P<ip>[^)\s]*))?\)[ \t]?"

@@ -168,7 +168,9 @@ RAY_CGRAPH_SUBMIT = Knob(
     None, None, (0, 33, 0), platform=Platform.RAY,
 )
 RAY_SERVE_HEALTH = Knob(
-    "health_check_timeout_s", Kind.OUTSIDE, "s", "30 (Ray Serve's; period 10 s, restart after 3 failures in a row)",
+    "health_check_timeout_s", Kind.OUTSIDE, "s",
+    "30 (Ray Serve's); 10 in Ray Serve LLM's deployments (RAY_SERVE_LLM_DEFAULT_HEALTH_CHECK_TIMEOUT_S, 2.44–2.60); "
+    "period 10 s, restart after 3 failures in a row",
     "Ray Serve LLM: a replica whose check_health does not answer in time is restarted; the engine answers "
     "from its own loop, so a long step can delay it",
     None, None, None, platform=Platform.RAY,

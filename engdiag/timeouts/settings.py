@@ -193,7 +193,8 @@ def _outside(obs: Observations, setup: Setup, step_value: str) -> list[Setting]:
                                "the log shows Ray Serve restarting a replica that failed its health check: a busy "
                                "engine (a V0 engine loop, a long step) answers late, so give the check at least the "
                                f"step timeout and probe less often — in the deployment's code: @serve.deployment("
-                               f"health_check_timeout_s={value}, health_check_period_s=30)"))
+                               f"health_check_timeout_s={value}, health_check_period_s=30); Ray Serve LLM (10 s by "
+                               "default): LLMConfig(deployment_config={...}) with the same keys"))
         else:
             out.append(Setting(k.RAY_SERVE_HEALTH, None, True,
                                "vLLM's check_health answers from the engine's state without waiting for a step: the "

@@ -154,6 +154,11 @@ STALLS_TIMEOUTS_FATALS: tuple[Rule, ...] = (
     ),
     Rule(Signal.ENGINE_FATAL, "Engine background task failed", _c(r"Engine background task failed"), _failure("background loop")),
     Rule(Signal.ENGINE_DEAD, "EngineDeadError", _c(r"(?:Async|MQ)?EngineDeadError")),
+    # the message of V1's EngineDeadError (v1/engine/exceptions.py), which the layers around vLLM quote in their own
+    # lines without the class: Ray Serve LLM's "Engine health check failed in LLMServer.check_health: EngineCore
+    # encountered an issue. …" (2.60 llm_server.py:600), Dynamo's "vLLM AsyncLLM health check failed: …"
+    # (engine_monitor.py:127)
+    Rule(Signal.ENGINE_DEAD, "EngineCore encountered an issue", _c(r"EngineCore encountered an issue\. See stack trace")),
     Rule(Signal.ENGINE_DEAD, "Engine process (pid", _c(r"Engine process \(pid \d+\) died")),
     Rule(Signal.ENGINE_DEAD, ", terminating server process", _c(r"(?:has failed|is already dead), terminating server process")),
     # early V1 (0.7.x–0.8.4): CRITICAL "Got fatal signal from worker processes, shutting down. ..."
@@ -198,6 +203,24 @@ STALLS_TIMEOUTS_FATALS: tuple[Rule, ...] = (
          lambda m, t: [Failure(name=f"vllm-omni stage-{m['s']} replica-{m['r']}")]),
     Rule(Signal.WORKER_DIED, "hit dead stage-", _c(r"dispatch for req=\S+ hit dead stage-(?P<s>\d+) replica-(?P<r>\d+)"),
          lambda m, t: [Failure(name=f"vllm-omni stage-{m['s']} replica-{m['r']}")]),
+    # Ray Serve on a replica whose process died (2.44 deployment_state.py:874, 2.60 :1822: "Actor for {replica}
+    # crashed, marking it unhealthy immediately."; router.py :1001 "{replica} will not be considered for future
+    # requests because it has died.")
+    Rule(Signal.WORKER_DIED, "crashed, marking it unhealthy", _c(r"Actor for (?P<r>Replica\([^)]*\)|\S+) crashed, marking"),
+         lambda m, t: [Failure(name=f"Ray Serve {m['r']}")]),
+    Rule(Signal.WORKER_DIED, "requests because it has died",
+         _c(r"(?P<r>Replica\([^)]*\)|\S+) will not be considered for future\s+requests because it has died"),
+         lambda m, t: [Failure(name=f"Ray Serve {m['r']}")]),
+    # NVIDIA Dynamo's frontend on a request whose worker went away (lib/llm/src/migration.rs and the runtime's
+    # push router, 0.4–1.6): "Cannot recreate stream: Migration limit exhausted" (--migration-limit, 0 by default),
+    # "Stream ended before generation completed", "Worker disconnected before request stream was established"
+    Rule(Signal.WORKER_DIED, "Migration limit exhausted", _c(r"Migration limit exhausted"),
+         _const(Failure(name="a Dynamo worker (its request stream ended)"))),
+    Rule(Signal.WORKER_DIED, "Stream ended before generation completed", _c(r"Stream ended before generation completed"),
+         _const(Failure(name="a Dynamo worker (its request stream ended)"))),
+    Rule(Signal.WORKER_DIED, "Worker disconnected before request stream",
+         _c(r"Worker disconnected before request stream was established"),
+         _const(Failure(name="a Dynamo worker (its request stream ended)"))),
     # its diffusion executor at start-up, when a rank's pipe ends (EOFError): "Rank %d scheduler is dead. Please check
     # if there are relevant logs." then, a record of its own, "Exit code: %s" (0.14 multiproc_executor.py:112, 0.22
     # :183, 0.30 :420; vllm-omni issues 7496 and 5827: -9)

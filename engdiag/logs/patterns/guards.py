@@ -16,6 +16,8 @@ from engdiag.logs.events import Failure, Payload, Phase, Rendezvous, Signal, Tim
 from engdiag.logs.patterns.base import Rule, _c, _const, _f
 from engdiag.logs.patterns.lmcache import LMCACHE_AUTOSTART
 
+DYNAMO_HEALTH = "dynamo-health"
+"""NVIDIA Dynamo's check of vLLM's engine from its worker process (DYN_ENGINE_HEALTH_CHECK_TIMEOUT, 30 s)."""
 OMNI_ORCHESTRATOR = "omni-orchestrator"
 """vllm-omni's orchestrator waiting for its stages to start (--init-timeout, 600 s; each stage's --stage-init-timeout)."""
 OMNI_WAITS_ON = "vllm-omni stages' start-up (a warning: it waits on)"
@@ -189,6 +191,37 @@ GUARDS: tuple[Rule, ...] = (
         _c(r"RAY_CGRAPH_get_timeout is set to (?P<s>\d+)"),
         lambda m, t: [Phase(f"ray_cgraph_configured {m['s']}")],
     ),
+    # NVIDIA Dynamo's monitor of vLLM's AsyncLLM (1.6 dynamo/vllm/engine_monitor.py:127): on EngineDeadError or its
+    # own timeout (DYN_ENGINE_HEALTH_CHECK_TIMEOUT, 30 s, every 2 s: common/engine_monitor.py:17-21) it logs "vLLM
+    # AsyncLLM health check failed: {e}", "Initiating Dynamo Runtime shutdown." and exits the process.  A timeout
+    # leaves {e} empty; a dead engine's message is read as the death it is (patterns/fatals.py)
+    Rule(
+        Signal.EXTERNAL_GUARD,
+        "vLLM AsyncLLM health check failed",
+        _c(r"vLLM AsyncLLM health check failed:(?P<e>[^\n]*)"),
+        lambda m, t: [] if "EngineCore encountered an issue" in m["e"] else [
+            Timeout(call="engine health check", guard=DYNAMO_HEALTH)],
+    ),
+    # Ray Serve's client waiting for a deployment or an application it started (2.44 client.py:207/:245, 2.60
+    # :252/:294): "Deployment 'LLMServer:qwen-7b' in application 'llm_app' did not become HEALTHY after 600s.",
+    # "Application llm_app did not become RUNNING after 600s." — the caller's own start-up wait
+    Rule(
+        Signal.EXTERNAL_GUARD,
+        "did not become HEALTHY after",
+        _c(r"did not become (?:HEALTHY|RUNNING) after (?P<s>\d+(?:\.\d+)?) ?s"),
+        lambda m, t: [Timeout(call="server start-up", limit_s=_f(m["s"]), guard="platform")],
+    ),
+    Rule(
+        Signal.EXTERNAL_GUARD,
+        "did not become RUNNING after",
+        _c(r"did not become (?:HEALTHY|RUNNING) after (?P<s>\d+(?:\.\d+)?) ?s"),
+        lambda m, t: [Timeout(call="server start-up", limit_s=_f(m["s"]), guard="platform")],
+    ),
+    # Ray Serve's controller on replicas still in their constructor (2.44 deployment_state.py:2180, 2.60 :5698:
+    # "… has N replicas that have taken more than 30s to initialize. This may be caused by a slow __init__ or
+    # reconfigure method."): Ray Serve LLM's engine is loading; its own limit is far longer
+    Rule(Signal.STARTUP_PHASE, "s to initialize", _c(r"replicas? that ha(?:ve|s) taken more than \d+s to initialize"),
+         _const(Phase("ray_serve_replica_initializing"))),
     Rule(
         Signal.EXTERNAL_GUARD,
         "failed health check, stopping it",

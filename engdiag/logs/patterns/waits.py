@@ -218,6 +218,15 @@ WAITS: tuple[Rule, ...] = (
         _c(r"Cannot provide a placement group"),
         _const(Rendezvous(what="placement")),
     ),
+    # Ray Serve's controller on replicas Ray cannot place (2.44 deployment_state.py:2155, 2.60 :5673), every 30 s:
+    # "Deployment '…' in application '…' has 1 replicas that have taken more than 30s to be scheduled. … Resources
+    # required for each replica: {…}, total resources available: {…}." (ray-llm issue 143, ray issue 54830)
+    Rule(
+        Signal.WAITING,
+        "s to be scheduled",
+        _c(r"replicas? that ha(?:ve|s) taken more than (?P<s>\d+)s to be scheduled"),
+        lambda m, t: [Peer(peer="Ray placement group", detail=f"Ray Serve replicas unscheduled for over {m['s']} s")],
+    ),
     Rule(
         Signal.WAITING,
         "Waiting for creating a placement group",

@@ -1,0 +1,143 @@
+"""The serving layers that run vLLM — Ray Serve LLM, NVIDIA Dynamo — print their own lines beside vLLM's, and their
+own guards kill or give up on an engine.  Wordings and formats read in Ray 2.44.1 and 2.60.0 (ray/serve, ray/llm)
+and Dynamo 0.4.1 and 1.6.1 (dynamo/vllm, dynamo/common, dynamo/runtime/logging.py)."""
+
+from __future__ import annotations
+
+from engdiag.logs.lines import Shape, pieces
+from tests.conftest import analysis_of, steps_of, verdict_of
+from tests.test_bulk_scan import _same_everywhere
+
+_REPLICA = "(ServeReplica:llm_app:LLMServer:qwen-32b pid=194388) "
+_CONTROLLER = "(ServeController pid=1758) "
+_STATS = ("INFO 06-25 04:39:{s:02d} [loggers.py:127] Engine 000: Avg prompt throughput: 27408.8 tokens/s, Avg generation "
+          "throughput: 4.9 tokens/s, Running: 49 reqs, Waiting: 951 reqs, GPU KV cache usage: 16.8%, Prefix cache hit "
+          "rate: 12.5%\n")
+_REPLICA_ID = "Replica(id='rut1591v', deployment='LLMServer:qwen-32b', app='llm_app')"
+
+
+def _serve(level: str, second: int, message: str, who: str = "controller 1758") -> str:
+    """A line of Ray Serve's ServeFormatter: level, asctime, component name and id, '-- ', the message."""
+    return f"{_CONTROLLER}{level} 2025-06-25 04:{39 + second // 60:02d}:{second % 60:02d},001 {who} -- {message}\n"
+
+
+def test_a_ray_serve_replicas_tag_names_its_process_and_keeps_vllms_time():
+    """Ray names a replica 'ServeReplica:app:deployment' (ray issue 54830's paste): the colons are part of the tag."""
+    (piece,) = pieces(_REPLICA + _STATS.format(s=32).rstrip("\n"), 1)
+    assert piece.shape is Shape.VLLM and piece.proc is not None
+    assert (piece.proc.name, piece.proc.pid) == ("ServeReplica:llm_app:LLMServer:qwen-32b", 194388)
+    assert piece.stamp is not None and piece.stamp.second == 4 * 3600 + 39 * 60 + 32
+
+
+def test_ray_serves_and_dynamos_own_lines_carry_their_level_and_time():
+    """ServeFormatter: 'LEVEL asctime component id -- msg'; Dynamo: Rust tracing's 'RFC 3339  LEVEL target: msg'."""
+    (serve,) = pieces(_serve("WARNING", 45, "Replica … failed health check, stopping it.").rstrip("\n"), 1)
+    assert serve.level == "WARNING" and serve.msg == "Replica … failed health check, stopping it."
+    assert serve.stamp is not None and serve.stamp.calendar == 2025 and serve.stamp.second == 4 * 3600 + 39 * 60 + 45
+    (dynamo,) = pieces("2025-09-29T03:16:01.120413Z  WARN dynamo_llm::migration: Cannot recreate stream: Migration "
+                       "limit exhausted", 1)
+    assert dynamo.level == "WARNING" and dynamo.msg.startswith("Cannot recreate stream")
+    assert dynamo.stamp is not None and dynamo.stamp.second == 3 * 3600 + 16 * 60 + 1
+    # a vLLM message that holds ' -- ' is still vLLM's line, and kubectl's stamp before one still kubectl's
+    (vllm,) = pieces("(APIServer pid=1) INFO 06-25 04:39:32 [api_server.py:1] args -- see below", 1)
+    assert vllm.shape is Shape.VLLM and vllm.fileinfo == "api_server.py:1"
+    (kube,) = pieces("2025-06-25T04:39:32.1Z (APIServer pid=1) INFO 06-25 04:39:32 [api_server.py:1] ready", 1)
+    assert kube.shape is Shape.VLLM and kube.kube_ts is not None
+
+
+def test_every_backend_reads_ray_serve_and_dynamo_lines_alike(tmp_path, monkeypatch):
+    text = ("".join(_REPLICA + _STATS.format(s=s) for s in range(0, 40, 10))
+            + _serve("WARNING", 45, f"Didn't receive health check response for replica {_REPLICA_ID} after 10.0s, "
+                                    "marking it unhealthy.")
+            + "2025-06-25T04:39:46.120413Z ERROR engine_monitor._check_engine_health: vLLM AsyncLLM health check "
+              "failed: \n"
+            + _REPLICA + "Traceback (most recent call last):\n" + _REPLICA + "TimeoutError\n")
+    path = tmp_path / "serving.log"
+    path.write_text(text * 4)
+    for window in (256, 4096, 1 << 16):
+        _same_everywhere(path, monkeypatch, window_bytes=window)
+
+
+def test_a_busy_replica_that_missed_ray_serves_health_check_is_slow_with_ray_serve_llms_knob(tmp_path):
+    """ray issue 54070: prefill at 27k tok/s with 951 waiting, 'Didn't receive health check response … after 10.0s'
+    three times, then the replica stopped (2.60 deployment_state.py:1704, :1813, :5342)."""
+    text = (_REPLICA + _STATS.format(s=32) + _REPLICA + _STATS.format(s=42)
+            + _serve("WARNING", 45, f"Didn't receive health check response for replica {_REPLICA_ID} after 10.0s, "
+                                    "marking it unhealthy.")
+            + _serve("WARNING", 65, f"Replica {_REPLICA_ID} failed health check, stopping it."))
+    result = analysis_of(tmp_path, text)
+    assert result.verdict.kind.value == "slow" and "Ray Serve health check" in result.verdict.headline
+    assert result.model.guard is not None and result.model.guard.limit_s == 10.0
+    assert "LLMConfig(deployment_config=" in steps_of(result.verdict)
+
+
+def test_a_health_check_that_failed_on_a_dead_engine_is_the_death_not_a_slow_engine(tmp_path):
+    """Ray Serve LLM 2.60 raises from check_health once the engine is dead (vllm_engine.py:907-914; 'Engine health
+    check failed in LLMServer.check_health: EngineCore encountered an issue…', llm_server.py:600), and the
+    controller then stops the replica: the guard is the death's consequence (ray PR 59924)."""
+    text = (_REPLICA + _STATS.format(s=10) + _REPLICA + _STATS.format(s=20)
+            + _serve("ERROR", 31, "Engine health check failed in LLMServer.check_health: EngineCore encountered an "
+                                  "issue. See stack trace (above) for the root cause.",
+                     who="llm_app_LLMServer:qwen-32b rut1591v")
+            + _serve("WARNING", 51, f"Replica {_REPLICA_ID} failed health check, stopping it."))
+    verdict = verdict_of(tmp_path, text)
+    assert verdict.kind.value != "slow"
+    assert "health_check_timeout_s" not in steps_of(verdict)
+    assert any("encountered an issue" in e.text for e in verdict.evidence)
+
+
+def test_dynamos_engine_monitor_is_its_own_guard_and_a_dead_engine_is_a_death(tmp_path):
+    """Dynamo 1.6 engine_monitor.py:127: 'vLLM AsyncLLM health check failed: {e}' on EngineDeadError or its own
+    timeout (DYN_ENGINE_HEALTH_CHECK_TIMEOUT, 30 s; {e} empty), then it exits the worker (dynamo PR 3278)."""
+    stats = ("2025-09-29T03:15:{s:02d}.004512Z  INFO loggers.log: Engine 000: Avg prompt throughput: 1843.2 tokens/s, "
+             "Avg generation throughput: 412.5 tokens/s, Running: 24 reqs, Waiting: 0 reqs, GPU KV cache usage: 61.2%, "
+             "Prefix cache hit rate: 12.0%\n")
+    failed = "2025-09-29T03:16:36.842262Z ERROR engine_monitor._check_engine_health: vLLM AsyncLLM health check failed: "
+    timed_out = analysis_of(tmp_path, stats.format(s=40) + stats.format(s=50) + failed + "\n")
+    assert timed_out.verdict.kind.value == "slow" and "Dynamo engine health check" in timed_out.verdict.headline
+    assert timed_out.model.guard is not None and timed_out.model.guard.knob == "DYN_ENGINE_HEALTH_CHECK_TIMEOUT"
+    assert "DYN_ENGINE_HEALTH_CHECK_TIMEOUT" in steps_of(timed_out.verdict)
+    dead = analysis_of(tmp_path, stats.format(s=40) + failed + "EngineCore encountered an issue. See stack trace "
+                                                                  "(above) for the root cause.\n")
+    assert dead.verdict.kind.value != "slow"
+    assert dead.model.guard is None or dead.model.guard.owner != "Dynamo"
+
+
+def test_a_worker_the_serving_layer_saw_die_is_a_dead_worker(tmp_path):
+    """Ray Serve: 'Actor for Replica(…) crashed, marking it unhealthy immediately.' (2.60 deployment_state.py:1822),
+    '… will not be considered for future requests because it has died.' (router.py:1001); Dynamo: 'Cannot
+    recreate stream: Migration limit exhausted', 'Stream ended before generation completed'."""
+    for line in (_serve("WARNING", 41, f"Actor for {_REPLICA_ID} crashed, marking it unhealthy immediately."),
+                 _serve("WARNING", 41, f"{_REPLICA_ID} will not be considered for future requests because it has "
+                                       "died.", who="llm_app_OpenAiIngress k9m8n7p6"),
+                 ("2025-09-29T03:16:01.120999Z  WARN dynamo_llm::migration: Cannot recreate stream: Migration limit "
+                 "exhausted\n"),
+                 ("2025-09-29T03:16:01.121400Z ERROR dynamo_llm::http::service::openai: Internal server error: Backend "
+                 "error: 500 \"Stream ended before generation completed\"\n")):
+        assert verdict_of(tmp_path, line).kind.value == "crashed", line
+    # a migration that recreated its stream is no death
+    assert verdict_of(tmp_path, "2025-09-29T03:16:01.120413Z  WARN dynamo_llm::migration: Stream disconnected, "
+                                "recreating stream\n").kind.value != "crashed"
+
+
+def test_ray_serves_client_wait_for_a_deployment_is_a_start_up_limit_outside_vllm(tmp_path):
+    """'Deployment … did not become HEALTHY after 600s.' / 'Application llm_app did not become RUNNING after 600s.'
+    (2.60 client.py:252/:294): the caller's own wait, while Ray Serve LLM's engine may take up to an hour."""
+    for line in (("TimeoutError: Deployment 'LLMServer:qwen-7b' in application 'llm_app' did not become HEALTHY after "
+                 "600s.\n"), "TimeoutError: Application llm_app did not become RUNNING after 600s.\n"):
+        result = analysis_of(tmp_path, line)
+        assert result.verdict.kind.value == "slow" and result.model.guard is not None
+        assert result.model.guard.owner == "platform" and result.model.guard.limit_s == 600
+
+
+def test_replicas_ray_cannot_place_for_minutes_are_a_placement_that_will_not_come(tmp_path):
+    """'… has 1 replicas that have taken more than 30s to be scheduled. … Resources required for each replica: …'
+    every 30 s (2.60 deployment_state.py:5673; ray-llm issue 143): the wait runs from 30 s before the first."""
+    warning = ("Deployment 'LLMServer:qwen-32b' in application 'llm_app' has 1 replicas that have taken more than 30s "
+               "to be scheduled. This may be due to waiting for the cluster to auto-scale or for a runtime environment "
+               "to be installed. Resources required for each replica: {'GPU': 4.0}, total resources available: "
+               "{'GPU': 2.0}.")
+    result = analysis_of(tmp_path, "".join(_serve("WARNING", s, warning) for s in (0, 30, 60)))
+    assert result.verdict.kind.value == "deadlocked" and "placed" in result.verdict.headline
+    assert any(w.on == "Ray placement group" and w.seconds == 90 for w in result.model.waits)
+    assert verdict_of(tmp_path, _serve("WARNING", 0, warning)).kind.value != "deadlocked"  # 30 s: still placing
