@@ -6,7 +6,8 @@ there is searched for here without any change.  ``hyperscan`` finds them all in
 one pass; the ``python`` engine runs ``bytes.find`` per literal.  ``native`` is
 hyperscan (or ``bytes.find`` where hyperscan is missing) plus the C hot path of
 ``engdiag/logs/_scan.c`` for the request lines that are counted, not parsed
-(``engdiag.logs.hotscan``; the other backends run its Python twin).  ``lines`` is
+(``engdiag.logs.hotscan``; the other backends run its Python twin, ``hyperscan`` with the
+request lines found by one hyperscan pass: ``engdiag.logs.hotbulk``).  ``lines`` is
 no engine: it is the straightforward line scanner every backend must match.
 ``ENGDIAG_SCANNER=native|hyperscan|python|lines`` forces one.
 """
@@ -20,9 +21,10 @@ from functools import lru_cache
 from itertools import pairwise
 
 from engdiag.errors import UsageError
+from engdiag.logs import hotbulk
 from engdiag.logs.hotscan import HOT_LITERALS, native
 from engdiag.logs.patterns import LITERALS
-from engdiag.logs.windowscan import PYTHON, Searches
+from engdiag.logs.windowscan import HYPERSCAN, PYTHON, Searches
 from engdiag.logs.windowscan import native as native_searches
 
 ENV = "ENGDIAG_SCANNER"
@@ -152,8 +154,11 @@ def finder(backend: str, rare: bool = False) -> Finder:
 
 
 def searches(backend: str) -> Searches:
-    """The window-level searches of a bulk backend (hot lines, cues, tags, line starts): C for ``native``."""
+    """The window-level searches of a bulk backend (hot lines, cues, tags, line starts): C for ``native``,
+    the request lines found by hyperscan for ``hyperscan`` (``engdiag.logs.hotbulk``)."""
     found = native_searches() if backend == "native" else None
+    if found is None and backend == "hyperscan" and hotbulk.available():
+        found = HYPERSCAN
     return found if found is not None else PYTHON
 
 

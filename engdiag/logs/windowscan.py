@@ -10,7 +10,7 @@
 - ``cut_lists``: the window without some byte ranges (``hot_scan``'s token id lists, which the literal
   search skips), and its line starts.
 
-tests/test_hot_scan.py holds the C and Python versions to each other.
+tests/test_hot_scan.py holds the C and Python versions (and ``hotbulk``'s) to each other.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import accumulate
 
+from engdiag.logs import hotbulk
 from engdiag.logs.blocks import Fill
 from engdiag.logs.hotscan import HotScan, hot_scan
 from engdiag.logs.hotscan import native as native_hot
@@ -112,6 +113,8 @@ class Searches:
 
 
 PYTHON = Searches(hot_scan, cues, proc_tags, line_starts, colour, strip_colour, cut_lists)
+HYPERSCAN = Searches(hotbulk.hot_scan, cues, proc_tags, line_starts, colour, strip_colour, cut_lists)
+"""The Python searches, request lines found by one hyperscan pass (``hotbulk``) where hyperscan loads."""
 
 
 def native() -> Searches | None:
