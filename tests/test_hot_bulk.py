@@ -1,10 +1,11 @@
-"""The hyperscan twin of ``hot_scan`` (``engdiag.logs.hotbulk``) gives exactly the exact Python twin's result.
+"""The hyperscan backend's twins (``engdiag.logs.hotbulk``, ``cuebulk``) give exactly the Python twins' results.
 
 It trusts patterns and window-level counts instead of reading each line: these tests feed it the
 corpus, generated serving, Hypothesis-made windows and every odd request line next to plain ones
 (a request literal or a cue in user data, a quote in or after the token list, CR, colour codes, ``|``, a line
 over the cap, a window cut inside a line), and check that plain windows really take the bulk way.
-The C twin is held to the exact one in tests/test_hot_scan.py.
+``cuebulk``'s cues and colour are held to ``windowscan``'s on the same windows and on cue fragments.  The C
+twins are held to the Python ones in tests/test_hot_scan.py.
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engdiag import synth
-from engdiag.logs import hotbulk, hotscan
+from engdiag.logs import cuebulk, hotbulk, hotscan, windowscan
 from engdiag.logs.windowscan import PYTHON
 from tests.conftest import CORPUS
-from tests.test_hot_scan import ACCESS, ADDED, MUTATIONS, POOL, RECEIVED
+from tests.test_hot_scan import ACCESS, ADDED, CUE_PARTS, MUTATIONS, POOL, RECEIVED
 
 pytestmark = pytest.mark.skipif(not hotbulk.available(), reason="hyperscan does not load here")
 
@@ -29,7 +30,9 @@ PLAIN = [RECEIVED, ADDED, ACCESS] * 3
 def _same(data: bytes) -> tuple:
     starts = PYTHON.line_starts(data)[0]
     found = hotbulk.hot_scan(data, starts)
-    assert found == hotscan.hot_scan(data, starts)
+    assert found[:5] == hotscan.hot_scan(data, starts)[:5] and found[5] == b"", "no token id lists are cut"
+    assert cuebulk.cues(data) == windowscan.cues(data)
+    assert cuebulk.colour(data) == windowscan.colour(data)
     return found
 
 
@@ -117,3 +120,25 @@ def test_lines_over_the_cap_and_a_window_cut_inside_a_line():
     for cut in (RECEIVED[:-5], RECEIVED[: RECEIVED.rindex("]")], ADDED):
         found = _same("\n".join([*PLAIN, cut]).encode())
         assert found[3] == [(9, 4 if cut == ADDED else 3)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(CUE_PARTS), max_size=60))
+def test_cues_agree_on_cue_fragments(parts):
+    _same("".join(parts).encode())
+
+
+@pytest.mark.parametrize("cue", ["[rank0]:", "[rank1]:[W1020 x]", "[rank[rank2]:", " NCCL ", " NCCL NCCL ", "[Stage-0]",
+                                 "EngineCore_DP0 INFO ", "APIServer WARNING ", "Worker_TP1 ERROR ", "(Worker_TP0)",
+                                 "\x1b[0m", "^[[1m", "[12m"])
+def test_a_cue_anywhere_in_a_window_is_found_as_windowscan_finds_it(cue):
+    lines = [RECEIVED, ADDED, ACCESS] * 2
+    for at in range(len(lines) + 1):
+        for place in (0, 30, -1):
+            with_cue = [*lines]
+            if at < len(lines):
+                line = with_cue[at]
+                with_cue[at] = line[:place] + cue + line[place:] if place >= 0 else line + cue
+            else:
+                with_cue.append(cue)
+            _same("\n".join(with_cue).encode())

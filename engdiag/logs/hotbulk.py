@@ -26,8 +26,9 @@ next line that surely starts its own record; any other is classified the exact w
 
 from __future__ import annotations
 
+import re
 from array import array
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from functools import lru_cache
 
@@ -47,18 +48,16 @@ _MESSAGES = {
 """The plain ``Received request`` (kind 1) and ``Added request`` (kind 2) messages."""
 _MONTHS = [(1, b"01"), (12, b"12"), (0, rb"(?:0[02-9]|1[013-9]|[2-9][0-9])")]
 """The months the New Year guard asks about, and the others (as ``hotscan``: any two digits)."""
-_ACCESS, _DIRTY = 3, 4
-"""The kinds of an access line (reported only as a safe next line) and of a colour code or ``[repeated``
-after a request literal (its line is classified the exact way)."""
+_ACCESS = 3
+"""The kind of an access line: reported only as a safe next line."""
 _EXPECTED = {1: (1, 1, 0), 2: (0, 0, 1)}
 """How often a reported line of each kind holds each request literal (``REC``, ``PTI``, ``ADD``)."""
 _PTI_OPEN = PTI + b"["
 
 
 def _expressions() -> list[tuple[bytes, int]]:
-    """(pattern, id): id = kind * 16 + month (1, 12, or 0 for any other) for the request lines."""
-    found = [(_PREFIX + rb":[ \t][^\r\n]*$", _ACCESS * 16),
-             (rb"(?:Received|Added) request [^\n]*(?:\[[0-9;]*[0-9]m|\[repeated )", _DIRTY * 16)]
+    """(pattern, id) of the lines reported: id = kind * 16 + month (1, 12, or 0 for any other)."""
+    found = [(_PREFIX + rb":[ \t][^\r\n]*$", _ACCESS * 16)]
     for kind, message in _MESSAGES.items():
         for month, digits in _MONTHS:
             header = _PREFIX + rb" " + digits + rb"-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?[\x21-\x5c\x5e-\x7e]+?:\d+\] ?"
@@ -66,54 +65,68 @@ def _expressions() -> list[tuple[bytes, int]]:
     return found
 
 
+_DIRTY = rb"(?:Received|Added) request [^\n]*(?:\[[0-9;]*[0-9]m|\[repeated )"
+"""A colour code or ``[repeated`` after a request literal: its line is classified the exact way (a pass of
+its own: the reported lines' ids are then their kinds and months alone)."""
+
+
 @lru_cache(maxsize=1)
-def _database():  # -> hyperscan.Database | None
+def _databases():  # -> tuple[hyperscan.Database, hyperscan.Database] | None
     try:
         import hyperscan
 
         expressions = _expressions()
-        database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        database.compile(expressions=[pattern for pattern, _ in expressions], ids=[i for _, i in expressions],
-                         flags=[hyperscan.HS_FLAG_MULTILINE] * len(expressions))
+        lines = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        lines.compile(expressions=[pattern for pattern, _ in expressions], ids=[i for _, i in expressions],
+                      flags=[hyperscan.HS_FLAG_MULTILINE] * len(expressions))
+        dirty = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        dirty.compile(expressions=[_DIRTY], ids=[0], flags=[0])
     except Exception:  # noqa: BLE001 - missing, no SIMD support, or a broken wheel: the exact twin then
         return None
-    return database
+    return lines, dirty
 
 
 def available() -> bool:
     """Can this twin run here (hyperscan loads)?"""
-    return _database() is not None
+    return _databases() is not None
 
 
 def hot_scan(data: bytes, starts: Sequence[int]) -> tuple[bytes, bytes, bytes, list[tuple[int, int]], int, bytes]:
-    """``hotscan.hot_scan``'s result, from one hyperscan pass (the exact twin where ``" NCCL "`` is)."""
-    database = _database()
-    if database is None or b" NCCL " in data:
-        return hotscan.hot_scan(data, starts)
+    """``hotscan.hot_scan``'s result from one hyperscan pass (the exact twin's where ``" NCCL "`` is), without
+    token id lists to cut: in Python, cutting them costs more than the hyperscan pass over them that it saves."""
+    databases = _databases()
+    if databases is None or b" NCCL " in data:
+        return (*hotscan.hot_scan(data, starts)[:5], b"")
     hits: list[int] = []
+    dirty: list[int] = []
     add = hits.append
-
-    def on_match(ident: int, _start: int, end: int, _flags: int, _context: object) -> None:
-        add(end << 8 | ident)
-
-    database.scan(data, match_event_handler=on_match)
+    databases[0].scan(data, match_event_handler=lambda ident, _start, end, _flags, _context: add(end << 8 | ident))
+    databases[1].scan(data, match_event_handler=lambda _ident, _start, end, _flags, _context: dirty.append(end))
     hits.sort()
     offsets = memoryview(starts).cast("B").cast("q")  # type: ignore[arg-type]  # any buffer of int64
-    lines = [bisect_right(offsets, hit >> 8) - 1 for hit in hits]
-    code = bytearray(len(offsets) + 1)
-    odd: dict[int, int] = {}
-    for line, hit in zip(lines, hits):
-        if hit >> 4 & 15 == _DIRTY:
-            odd[line] = 0
-        else:
-            code[line] = hit >> 4 & 15
-    received, added = code.count(1), code.count(2)
-    if data.count(REC) != received or data.count(PTI) != received or data.count(ADD) != added:
-        odd.update(_misplaced(data, offsets, code))
-    return _assemble(data, offsets, hits, lines, code, odd)
+    odd = {bisect_right(offsets, end - 1) - 1: 0 for end in dirty}
+    last = len(offsets) - 1
+    number = dict(zip(offsets.tolist(), range(last + 1))).get  # a line's end + 1 → the next line's number
+    lines = [number((hit >> 8) + 1, last + 1) - 1 for hit in hits]
+    kind_list = [hit >> 4 & 15 for hit in hits]
+    kinds = dict(zip(lines, kind_list))
+    received, added = kind_list.count(1), kind_list.count(2)
+    if data.count(REC) == data.count(PTI) == received and data.count(ADD) == added:
+        lengths: list[int] | None = [ids.count(b",") + 1 if ids.strip(b" ") else 0 for ids in _IDS.findall(data)]
+    else:
+        odd.update(_misplaced(data, offsets, kinds))
+        lengths = None
+    requests = [line for line, kind in zip(lines, kind_list) if kind != _ACCESS]
+    months = set(map((15).__and__, hits)) - {0}
+    month_of = dict(zip(lines, hits)) if months else {}
+    return _assemble(data, offsets, requests, kinds, odd, lengths, month_of)
 
 
-def _misplaced(data: bytes, offsets: memoryview, code: bytearray) -> dict[int, int]:
+_IDS = re.compile(rb"prompt_token_ids: \[([0-9, ]*)\]")
+"""The token id list of a reported line (one a line, in order, where the literal counts are as expected)."""
+
+
+def _misplaced(data: bytes, offsets: memoryview, kinds: dict[int, int]) -> dict[int, int]:
     """Line → literal bits, of the lines that hold the request literals other than as ``_EXPECTED``."""
     held: dict[int, list[int]] = {}
     for number, literal in enumerate((REC, PTI, ADD)):
@@ -122,45 +135,50 @@ def _misplaced(data: bytes, offsets: memoryview, code: bytearray) -> dict[int, i
             held.setdefault(bisect_right(offsets, at) - 1, [0, 0, 0])[number] += 1
             at = data.find(literal, at + 1)
     return {line: sum(1 << n for n, times in enumerate(found) if times) for line, found in held.items()
-            if tuple(found) != _EXPECTED.get(code[line])}
+            if tuple(found) != _EXPECTED.get(kinds.get(line, 0))}
 
 
-def _assemble(data: bytes, offsets: memoryview, hits: list[int], lines: list[int], code: bytearray,
-              odd: dict[int, int]) -> tuple[bytes, bytes, bytes, list[tuple[int, int]], int, bytes]:
-    """The result, line by line: the reported request lines, and the ``odd`` ones classified the exact way."""
-    index, kinds, tokens, lists = array("i"), array("B"), array("i"), array("q")
+def _assemble(data: bytes, offsets: memoryview, requests: list[int], kinds: dict[int, int], odd: dict[int, int],
+              lengths: list[int] | None, month_of: dict[int, int]
+              ) -> tuple[bytes, bytes, bytes, list[tuple[int, int]], int, bytes]:
+    """The result: the reported request lines followed by a reported line, in bulk (token counts from
+    ``lengths`` where given, else per line; months from ``month_of``'s hits where some may count), and the
+    others line by line, the exact way."""
+    index = [line for line in requests if line + 1 in kinds and line not in odd]
+    kind = bytearray(map(kinds.__getitem__, index))
+    if lengths is not None:
+        count = dict(zip([line for line in requests if kinds[line] == 1], lengths))
+        tokens = [count.get(line, 0) for line in index]
+    else:
+        tokens = [_tokens(data, offsets[line], offsets[line + 1] - 1) if kinds[line] == 1 else 0 for line in index]
+    months = {month_of[line] & 15 for line in index} if month_of else set()
     bad: list[tuple[int, int]] = []
-    months = 0
     window: hotscan.Window | None = None
     last = len(offsets) - 1
-    reported = {line: hit for line, hit in zip(lines, hits) if code[line] in _EXPECTED}
-    for line in sorted(reported.keys() | odd.keys()):
-        end = offsets[line + 1] - 1 if line < last else len(data)
-        bits = odd.get(line) or (3 if code[line] == 1 else 4)
+    rest = [line for line in requests if line + 1 not in kinds] if len(index) < len(requests) else []
+    for line in sorted({*rest, *odd}):
+        bits = odd.get(line) or (3 if kinds[line] == 1 else 4)
         if line == last:
             bad.append((line, bits))
             continue
-        if line in odd or not code[line + 1]:  # the exact way: odd, or the next line may continue this record
-            window = window or hotscan.Window(data)
-            following = offsets[line + 2] - 1 if line + 2 <= last else len(data)
-            kind, count, month, span = hotscan.classify(window, offsets[line], end, bits, following)
-            if not kind:
-                bad.append((line, bits))
-                continue
-            if span is not None:
-                lists.extend(span)
-        else:
-            kind, month = code[line], reported[line] & 15
-            count = 0
-            if kind == 1:
-                opening = data.find(_PTI_OPEN, offsets[line], end) + len(_PTI_OPEN)
-                close = data.find(b"]", opening, end)
-                commas = data.count(b",", opening, close)
-                count = commas + 1 if commas or data[opening:close].strip(b" ") else 0
-                if close > opening:
-                    lists.extend((opening, close))
-        index.append(line)
-        kinds.append(kind)
-        tokens.append(count)
-        months |= 1 << month if month in (1, 12) else 0
-    return index.tobytes(), kinds.tobytes(), tokens.tobytes(), bad, months, lists.tobytes()
+        window = window or hotscan.Window(data)
+        following = offsets[line + 2] - 1 if line + 2 <= last else len(data)
+        found, length, month, _ = hotscan.classify(window, offsets[line], offsets[line + 1] - 1, bits, following)
+        if not found:
+            bad.append((line, bits))
+            continue
+        at = bisect_left(index, line)
+        index.insert(at, line)
+        kind.insert(at, found)
+        tokens.insert(at, length)
+        months.add(month)
+    mask = sum(1 << month for month in months & {1, 12})
+    return array("i", index).tobytes(), bytes(kind), array("i", tokens).tobytes(), bad, mask, b""
+
+
+def _tokens(data: bytes, start: int, end: int) -> int:
+    """The token count of a reported ``Received request`` line."""
+    opening = data.find(_PTI_OPEN, start, end) + len(_PTI_OPEN)
+    close = data.find(b"]", opening, end)
+    commas = data.count(b",", opening, close)
+    return commas + 1 if commas or data[opening:close].strip(b" ") else 0
