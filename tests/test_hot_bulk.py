@@ -25,6 +25,7 @@ from tests.test_hot_scan import ACCESS, ADDED, CUE_PARTS, MUTATIONS, POOL, RECEI
 pytestmark = pytest.mark.skipif(not hotbulk.available(), reason="hyperscan does not load here")
 
 PLAIN = [RECEIVED, ADDED, ACCESS] * 3
+"""(tests/conftest.py lets every window, however small, take the hyperscan twins.)"""
 
 
 def _same(data: bytes) -> tuple:
@@ -142,3 +143,13 @@ def test_a_cue_anywhere_in_a_window_is_found_as_windowscan_finds_it(cue):
             else:
                 with_cue.append(cue)
             _same("\n".join(with_cue).encode())
+
+
+def test_a_small_window_takes_the_python_twins_and_compiles_nothing(monkeypatch):
+    monkeypatch.setattr(hotbulk, "MIN_BYTES", 1 << 20)
+    monkeypatch.setattr(cuebulk, "MIN_BYTES", 1 << 20)
+    monkeypatch.setattr(hotbulk, "_databases", lambda: pytest.fail("compiled for a small window"))
+    monkeypatch.setattr(cuebulk, "_databases", lambda: pytest.fail("compiled for a small window"))
+    data = "\n".join(PLAIN).encode()
+    assert hotbulk.hot_scan(data, PYTHON.line_starts(data)[0]) == (*hotscan.hot_scan(data, PYTHON.line_starts(data)[0])[:5], b"")
+    assert cuebulk.cues(data) == windowscan.cues(data) and cuebulk.colour(data) == windowscan.colour(data)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from engdiag.logs import windowscan
+from engdiag.logs.hotbulk import MIN_BYTES
 
 
 @lru_cache(maxsize=1)
@@ -33,7 +34,7 @@ def _databases():  # -> tuple[hyperscan.Database, hyperscan.Database] | None
 
 def cues(data: bytes) -> tuple[tuple[int, int] | None, bool]:
     """``windowscan.cues``: the span of the lines with cues, and whether the window holds a colour code."""
-    databases = _databases()
+    databases = _databases() if len(data) >= MIN_BYTES else None
     if databases is None:
         return windowscan.cues(data)
     hits: list[int] = []
@@ -47,7 +48,7 @@ def cues(data: bytes) -> tuple[tuple[int, int] | None, bool]:
 
 def colour(data: bytes) -> bool:
     """``windowscan.colour``: does the window hold a colour code (as ``lines`` strips them)?"""
-    databases = _databases()
+    databases = _databases() if len(data) >= MIN_BYTES else None
     if databases is None:
         return windowscan.colour(data)
     import hyperscan

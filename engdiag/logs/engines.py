@@ -162,7 +162,7 @@ def searches(backend: str) -> Searches:
     """The window-level searches of a bulk backend (hot lines, cues, tags, line starts): C for ``native``,
     the request lines, cues and colour codes found by hyperscan for ``hyperscan``."""
     found = native_searches() if backend == "native" else None
-    if found is None and backend == "hyperscan" and hotbulk.available():
+    if found is None and backend == "hyperscan":
         found = HYPERSCAN
     return found if found is not None else PYTHON
 
