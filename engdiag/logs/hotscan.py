@@ -13,7 +13,9 @@ hot literal is returned as "bad" and read the full way.
 
 The same grammar exists in C (``engdiag/logs/_scan.c``, the ``native`` backend);
 this module is its pure-Python twin, and tests/test_hot_scan.py holds both to
-each other and, through the bulk scanner, to the line scanner.
+each other and, through the bulk scanner, to the line scanner.  The hyperscan
+backend finds the same lines with a hyperscan pass (``engdiag.logs.hotbulk``,
+held to this module by tests/test_hot_bulk.py) and asks ``classify`` about the odd ones.
 
 Returns ``(ok_index, ok_kind, ok_tokens, bad, months)``: the ok lines' indices
 (int32 array bytes), kinds (1 received, 2 added; uint8), token counts (int32),
