@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from engdiag import synth
 from engdiag.analysis.timeline import TimelineBuilder
-from engdiag.logs import blocks, bulk, inputs
+from engdiag.logs import blocks, bulk, inputs, windowscan
 from engdiag.logs.engines import ENV, available_backends
 from engdiag.logs.events import Signal
 from engdiag.logs.inputs import expand
@@ -220,6 +220,14 @@ def test_c_and_python_agree_on_tags_near_the_content_limit(size):
         for tail in (" pid=7)", " pid=7, ip=10.0.0.1)", " pid=)", " pid=7", ""):
             _same_searches(f"({filler}{tail}".encode())
             _same_searches(f"a ({filler}{tail} INFO\n(x pid=1)".encode())
+
+
+@pytest.mark.parametrize("distinct", [0, 1, 7, 8, 9, 40])
+def test_process_tags_found_one_by_one_are_those_of_findall(distinct):
+    tags = [f"(Worker_TP{n} pid={n}{', ip=10.0.0.1' if n % 3 else ''})" for n in range(distinct)]
+    lines = [f"{tags[n % distinct] if distinct else ''} INFO x (a pid=1, ip=(b pid=2) (c)" for n in range(200)]
+    data = "\n".join(lines).encode()
+    assert PYTHON.proc_tags(data) == set(windowscan._TAG.findall(data))
 
 
 @needs_native
