@@ -27,6 +27,16 @@ settings.register_profile(
 settings.load_profile("ci")
 
 
+@pytest.fixture(autouse=True)
+def _hyperscan_twins_on_small_windows(monkeypatch):
+    """The hyperscan backend reads windows under ``hotbulk.MIN_BYTES`` with the Python twins (the python
+    backend's); test logs are small, so here every window of the hyperscan backend takes its hyperscan twins."""
+    from engdiag.logs import cuebulk, hotbulk
+
+    monkeypatch.setattr(hotbulk, "MIN_BYTES", 0)
+    monkeypatch.setattr(cuebulk, "MIN_BYTES", 0)
+
+
 @pytest.fixture
 def cli():
     """Invoke the CLI in-process: ``cli(*args, input=...)`` → result with exit_code/stdout/stderr."""

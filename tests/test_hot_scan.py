@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from engdiag import synth
 from engdiag.analysis.timeline import TimelineBuilder
-from engdiag.logs import blocks, bulk, inputs
+from engdiag.logs import blocks, bulk, inputs, windowscan
 from engdiag.logs.engines import ENV, available_backends
 from engdiag.logs.events import Signal
 from engdiag.logs.inputs import expand
@@ -222,6 +222,14 @@ def test_c_and_python_agree_on_tags_near_the_content_limit(size):
             _same_searches(f"a ({filler}{tail} INFO\n(x pid=1)".encode())
 
 
+@pytest.mark.parametrize("distinct", [0, 1, 7, 8, 9, 40])
+def test_process_tags_found_one_by_one_are_those_of_findall(distinct):
+    tags = [f"(Worker_TP{n} pid={n}{', ip=10.0.0.1' if n % 3 else ''})" for n in range(distinct)]
+    lines = [f"{tags[n % distinct] if distinct else ''} INFO x (a pid=1, ip=(b pid=2) (c)" for n in range(200)]
+    data = "\n".join(lines).encode()
+    assert PYTHON.proc_tags(data) == set(windowscan._TAG.findall(data))
+
+
 @needs_native
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.one_of(st.integers(0, 5000), st.integers(-(2**31), 2**31 - 1)), max_size=300))
@@ -329,7 +337,7 @@ def test_plain_request_lines_are_ok_and_anything_odd_is_not():
     data = f"{RECEIVED}\n{ADDED}\n{ACCESS}".encode()
     index, kind, tokens, bad, months, lists = _hot(PYTHON, data)
     assert list(memoryview(index).cast("i")) == [0, 1] and list(kind) == [1, 2]
-    assert list(memoryview(tokens).cast("i")) == [3, 0] and bad == [] and months == 1 << 10
+    assert list(memoryview(tokens).cast("i")) == [3, 0] and bad == [] and months == 0
     start, end = memoryview(lists).cast("q")
     assert data[start - 1 : end + 1] == b"[1, 2, 3]"
     still_plain = {0, 12, 17}  # no token ids, a non-ASCII prompt, an impossible date: counted all the same

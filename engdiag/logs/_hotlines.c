@@ -10,6 +10,7 @@
  *
  * hot_scan(data, starts) -> (ok_index: bytes[int32], ok_kind: bytes[uint8], ok_tokens: bytes[int32],
  *                            bad: list[(index, literal bits)], months: int, lists: bytes[int64 start, end])
+ * months: bits 1 and 12, set where an ok line is of January / December.
  * starts: the window's line starts (int64, as line_starts gives them), walked instead of a memchr per line.
  * kind 1 = "Received request" (+ prompt_token_ids), 2 = "Added request".
  * Literal bits: 1 "Received request", 2 "prompt_token_ids: ", 4 "Added request".
@@ -302,7 +303,7 @@ PyObject *hot_scan(PyObject *self, PyObject *args) {
                 PyErr_NoMemory();
                 goto done;
             }
-            if (month >= 1 && month <= 12) months |= 1 << month;
+            if (month == 1 || month == 12) months |= 1 << month; /* all the New Year guard asks */
         } else {
             PyObject *item = Py_BuildValue("(ii)", (int)number, bits);
             if (!item || PyList_Append(bad, item) < 0) {

@@ -6,7 +6,8 @@ there is searched for here without any change.  ``hyperscan`` finds them all in
 one pass; the ``python`` engine runs ``bytes.find`` per literal.  ``native`` is
 hyperscan (or ``bytes.find`` where hyperscan is missing) plus the C hot path of
 ``engdiag/logs/_scan.c`` for the request lines that are counted, not parsed
-(``engdiag.logs.hotscan``; the other backends run its Python twin).  ``lines`` is
+(``engdiag.logs.hotscan``; the other backends run its Python twin, ``hyperscan`` with the
+request lines, cues and colour codes found by hyperscan: ``hotbulk``, ``cuebulk``).  ``lines`` is
 no engine: it is the straightforward line scanner every backend must match.
 ``ENGDIAG_SCANNER=native|hyperscan|python|lines`` forces one.
 """
@@ -20,6 +21,7 @@ from functools import lru_cache
 from itertools import pairwise
 
 from engdiag.errors import UsageError
+from engdiag.logs import cuebulk, hotbulk
 from engdiag.logs.hotscan import HOT_LITERALS, native
 from engdiag.logs.patterns import LITERALS
 from engdiag.logs.windowscan import PYTHON, Searches
@@ -143,6 +145,11 @@ def active_backend() -> str:
     return "hyperscan" if _hyperscan_works() else "python"
 
 
+HYPERSCAN = Searches(hotbulk.hot_scan, cuebulk.cues, PYTHON.proc_tags, PYTHON.line_starts, cuebulk.colour,
+                     PYTHON.strip_colour, PYTHON.cut_lists)
+"""The Python searches, but the request lines, cues and colour codes found by hyperscan (where it loads)."""
+
+
 @lru_cache(maxsize=8)
 def finder(backend: str, rare: bool = False) -> Finder:
     """The literal search of a bulk backend: every literal, or (``rare``) all but the counted hot ones."""
@@ -152,8 +159,11 @@ def finder(backend: str, rare: bool = False) -> Finder:
 
 
 def searches(backend: str) -> Searches:
-    """The window-level searches of a bulk backend (hot lines, cues, tags, line starts): C for ``native``."""
+    """The window-level searches of a bulk backend (hot lines, cues, tags, line starts): C for ``native``,
+    the request lines, cues and colour codes found by hyperscan for ``hyperscan``."""
     found = native_searches() if backend == "native" else None
+    if found is None and backend == "hyperscan":
+        found = HYPERSCAN
     return found if found is not None else PYTHON
 
 

@@ -13,12 +13,15 @@ hot literal is returned as "bad" and read the full way.
 
 The same grammar exists in C (``engdiag/logs/_scan.c``, the ``native`` backend);
 this module is its pure-Python twin, and tests/test_hot_scan.py holds both to
-each other and, through the bulk scanner, to the line scanner.
+each other and, through the bulk scanner, to the line scanner.  The hyperscan
+backend finds the same lines with a hyperscan pass (``engdiag.logs.hotbulk``,
+held to this module by tests/test_hot_bulk.py) and asks ``classify`` about the odd ones.
 
 Returns ``(ok_index, ok_kind, ok_tokens, bad, months)``: the ok lines' indices
 (int32 array bytes), kinds (1 received, 2 added; uint8), token counts (int32),
 ``[(index, literal bits)]`` of the bad lines (bits: 1 received, 2 token ids,
-4 added), a bitmask of the months of the ok lines (for the New Year guard) and
+4 added), bits 1 and 12 set where an ok line is of January / December (all the New Year guard
+asks: ``hotbulk`` finds no other month by pattern) and
 the ``(start, end)`` offsets (int64 pairs) of the ok lines' token id lists that hold
 nothing but digits, commas and spaces, between their brackets (the literal search
 skips them: ``engines.LISTS_CUT``).
@@ -58,7 +61,7 @@ _COLOUR_CODE = re.compile(rb"\[[0-9;]*[0-9]m")
 _ID = re.compile(rb"[A-Za-z0-9_.-]+")
 
 
-class _Window:
+class Window:
     """One window's bytes, with what is found once for all its lines: header parses (a line's own and its
     predecessor's successor check are one), and where cleaning would act (``_UNCLEAN`` and colour codes),
     searched over the window by ``bytes.find`` / a regular expression with a literal first byte rather
@@ -89,7 +92,7 @@ class _Window:
         return at < len(self._unclean) and self._unclean[at] < end
 
 
-def _safe_successor(window: _Window, start: int, end: int, head: re.Match[bytes]) -> bool:
+def _safe_successor(window: Window, start: int, end: int, head: re.Match[bytes]) -> bool:
     """Does the line at ``start`` surely start a record that cannot join ``head``'s?"""
     data = window.data
     if data.find(b"\r", start, end) != -1:
@@ -109,7 +112,7 @@ _IDS = b"0123456789, "
 _NOTHING = (0, 0, 0, None)
 
 
-def _classify(window: _Window, start: int, end: int, bits: int, next_end: int | None
+def classify(window: Window, start: int, end: int, bits: int, next_end: int | None
               ) -> tuple[int, int, int, tuple[int, int] | None]:
     """(kind, tokens, month, pure token id list) of an ok line; kind 0 when it must be read the full way."""
     if next_end is None:
@@ -167,7 +170,7 @@ def hot_scan(data: bytes, starts: Sequence[int]) -> tuple[bytes, bytes, bytes, l
     bad: list[tuple[int, int]] = []
     months = 0
     size = len(data)
-    window = _Window(data)
+    window = Window(data)
     line, number = 0, 0
     hits = {b" request": data.find(b" request"), b"_token_ids: ": data.find(b"_token_ids: ")}
     while True:
@@ -188,14 +191,14 @@ def hot_scan(data: bytes, starts: Sequence[int]) -> tuple[bytes, bytes, bytes, l
             if end < size:
                 following = data.find(b"\n", end + 1)
                 next_end = size if following == -1 else following
-            kind, count, month, span = _classify(window, line, end, bits, next_end)
+            kind, count, month, span = classify(window, line, end, bits, next_end)
             if kind:
                 if span is not None:
                     lists.extend(span)
                 index.append(number)
                 kinds.append(kind)
                 tokens.append(count)
-                months |= 1 << month if 1 <= month <= 12 else 0
+                months |= 1 << month if month in (1, 12) else 0
             else:
                 bad.append((number, bits))
         if end >= size:

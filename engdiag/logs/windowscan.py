@@ -10,7 +10,8 @@
 - ``cut_lists``: the window without some byte ranges (``hot_scan``'s token id lists, which the literal
   search skips), and its line starts.
 
-tests/test_hot_scan.py holds the C and Python versions to each other.
+tests/test_hot_scan.py holds the C and Python versions to each other (tests/test_hot_bulk.py the hyperscan
+backend's ``hotbulk`` and ``cuebulk`` to the Python ones).
 """
 
 from __future__ import annotations
@@ -33,13 +34,17 @@ _BARE_ROLES = [re.compile(role + rb"\S* (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) ")
 speed, where their alternation is tried at every byte of the window (~25 ms per 8 MiB)."""
 _ROLE_TAG = re.compile(rb"\(" + _ROLES + rb"[^()\n]{0,250}\)")
 _ROLE_TAG_PID = re.compile(rb"\(" + _ROLES + rb"[^()\n]{0,250}? pid=\d+(?:, ip=[^)\s]*)?\)")
-_COLOUR_CODES = (rb"\x1b\[[0-9;]*[A-Za-z]", rb"\^\[\[[0-9;]*m", rb"\[[0-9;]*[0-9]m")
-_COLOUR = re.compile(b"|".join(_COLOUR_CODES))
+COLOUR_CODES = (rb"\x1b\[[0-9;]*[A-Za-z]", rb"\^\[\[[0-9;]*m", rb"\[[0-9;]*[0-9]m")
+_COLOUR = re.compile(b"|".join(COLOUR_CODES))
 """Colour codes, as ``lines`` strips them (``engdiag.logs.bulk`` removes them before the literal search)."""
-_COLOUR_PARTS = [re.compile(code) for code in _COLOUR_CODES]
+_COLOUR_PARTS = [re.compile(code) for code in COLOUR_CODES]
 """``_COLOUR``'s alternatives, searched one by one for the same reason as ``_BARE_ROLES``."""
 _TAG = re.compile(rb"(\(([^()\n]{1,250}?) pid=(\d+)(?:, ip=([^)\s]*))?\))")
 """Every process tag with a pid, and more (a superset: each is checked by the exact parser)."""
+
+
+CUES = [_RANK.pattern, rb" NCCL ", rb"\[Stage-", *(role.pattern for role in _BARE_ROLES)]
+"""What ``cue_span`` looks for, as patterns (``engdiag.logs.cuebulk`` finds them all in one hyperscan pass)."""
 
 
 def cue_span(data: bytes) -> tuple[int, int] | None:
@@ -54,11 +59,21 @@ def cue_span(data: bytes) -> tuple[int, int] | None:
             hits += [first, data.rfind(literal)]
     for role in _BARE_ROLES:
         hits += [match.start() for match in role.finditer(data)]
-    if len(_ROLE_TAG.findall(data)) != len(_ROLE_TAG_PID.findall(data)):
+    return span_of(data, hits)
+
+
+def span_of(data: bytes, hits: list[int]) -> tuple[int, int] | None:
+    """``cue_span`` from the offsets of the cues found: the line starts of the first and the last."""
+    if untagged_roles(data):
         hits += [0, len(data)]
     if not hits:
         return None
     return data.rfind(b"\n", 0, min(hits)) + 1, data.rfind(b"\n", 0, max(hits)) + 1
+
+
+def untagged_roles(data: bytes) -> bool:
+    """Does the window hold a role tag without ``pid=`` (as many role tags as tags with a pid, or not)?"""
+    return len(_ROLE_TAG.findall(data)) != len(_ROLE_TAG_PID.findall(data))
 
 
 def cues(data: bytes) -> tuple[tuple[int, int] | None, bool]:
@@ -66,9 +81,28 @@ def cues(data: bytes) -> tuple[tuple[int, int] | None, bool]:
     return cue_span(data), colour(data)
 
 
+_DISTINCT = 8
+"""Tags found one by one before the rest of a window is ``findall``-ed (each costs a pass over the window)."""
+
+
 def proc_tags(data: bytes) -> set[tuple[bytes, bytes, bytes, bytes]]:
-    """(whole tag, name, pid, ip or b"") of every distinct process tag with a pid."""
-    return set(_TAG.findall(data))
+    """(whole tag, name, pid, ip or b"") of every distinct process tag with a pid, as ``set(_TAG.findall(data))``.
+
+    A window repeats a handful of tags on every line, and ``findall`` made an object per line (16–48 ms per
+    8 MiB): each tag found is removed from the rest instead (for a newline, which no match spans), the first
+    ``_DISTINCT`` of them.  That changes no other match: a tag holds `` pid=``, so it cannot lie inside
+    another (a name holds no parenthesis, an ip no space), and the same bytes are always the same match.
+    """
+    found: set[tuple[bytes, bytes, bytes, bytes]] = set()
+    rest = data
+    for _ in range(_DISTINCT):
+        match = _TAG.search(rest)
+        if match is None:
+            return found
+        found.add(match.groups(b""))  # type: ignore[arg-type]  # every group but ip always takes part
+        rest = rest.replace(match[1], b"\n")
+    found.update(_TAG.findall(rest))
+    return found
 
 
 def line_starts(data: bytes) -> tuple[bytes, int]:
