@@ -141,3 +141,21 @@ def test_replicas_ray_cannot_place_for_minutes_are_a_placement_that_will_not_com
     assert result.verdict.kind.value == "deadlocked" and "placed" in result.verdict.headline
     assert any(w.on == "Ray placement group" and w.seconds == 90 for w in result.model.waits)
     assert verdict_of(tmp_path, _serve("WARNING", 0, warning)).kind.value != "deadlocked"  # 30 s: still placing
+
+
+def test_ray_serve_llms_own_words_for_a_dead_engine_and_dynamos_canary(tmp_path):
+    """Ray Serve LLM 2.60 'Suppressed 3 fatal engine error(s) in the last 60s. Engine is dead, awaiting replica
+    restart.' (server_utils.py:96) and 2.44 'Background Engine loop is dead.' (vllm_engine.py:378) are the engine's
+    death; Dynamo's 'Health check timeout for {endpoint}' (health_check.rs, 1.6) is its canary's 3 s limit."""
+    for line in (_serve("ERROR", 41, "Suppressed 3 fatal engine error(s) in the last 60s. Engine is dead, awaiting "
+                                     "replica restart.", who="llm_app_LLMServer:qwen-32b rut1591v"),
+                 "RuntimeError: Background Engine loop is dead.\n"):
+        assert verdict_of(tmp_path, _REPLICA + _STATS.format(s=30) + line).kind.value not in ("healthy", "slow"), line
+    stats = ("2025-07-01T20:30:10.004512Z  INFO loggers.log: Engine 000: Avg prompt throughput: 1843.2 tokens/s, Avg "
+             "generation throughput: 412.5 tokens/s, Running: 24 reqs, Waiting: 0 reqs, GPU KV cache usage: 61.2%\n")
+    canary = analysis_of(tmp_path, stats + "2025-07-01T20:30:41.120413Z  WARN dynamo_runtime::health_check: Health "
+                                           "check timeout for dynamo/backend/generate\n")
+    assert canary.verdict.kind.value == "slow"
+    assert canary.model.guard is not None and (canary.model.guard.limit_s, canary.model.guard.limit_origin) == (3.0,
+                                                                                                              "default")
+    assert "DYN_HEALTH_CHECK_REQUEST_TIMEOUT (seconds; 3 by default)" in steps_of(canary.verdict)

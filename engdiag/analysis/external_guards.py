@@ -78,8 +78,10 @@ def external_guard(facts: Facts) -> Verdict | None:
         elif g is not None and g.owner == "vllm-omni":
             draft.step(OMNI_STEP)
         elif g is not None and g.owner == "Dynamo":
-            draft.step("give the engine longer to answer Dynamo's health check: DYN_ENGINE_HEALTH_CHECK_TIMEOUT "
-                       "(seconds, 30 by default) in the worker's environment, above the longest step")
+            by = "here" if g.limit_origin == "printed" else "by default"
+            draft.step(f"give the engine longer to answer Dynamo's health check: {g.knob} (seconds; {g.limit_s:g} "
+                       f"{by}) in the worker's environment, above the longest step"
+                       if g.limit_s else f"give the engine longer to answer Dynamo's health check: {g.knob}")
         elif g is not None and g.owner.startswith("platform"):
             draft.step(STARTUP_PROBE)
         else:

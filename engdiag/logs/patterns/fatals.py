@@ -159,6 +159,11 @@ STALLS_TIMEOUTS_FATALS: tuple[Rule, ...] = (
     # encountered an issue. …" (2.60 llm_server.py:600), Dynamo's "vLLM AsyncLLM health check failed: …"
     # (engine_monitor.py:127)
     Rule(Signal.ENGINE_DEAD, "EngineCore encountered an issue", _c(r"EngineCore encountered an issue\. See stack trace")),
+    # Ray Serve LLM's own words for it: 2.60's rate-limited "Suppressed %d fatal engine error(s) in the last %.0fs.
+    # Engine is dead, awaiting replica restart." (utils/server_utils.py:96) and 2.44's "Background Engine loop is
+    # dead." (deployments/llm/vllm/vllm_engine.py:372/:378)
+    Rule(Signal.ENGINE_DEAD, "Engine is dead, awaiting replica restart", _c(r"Engine is dead, awaiting replica restart")),
+    Rule(Signal.ENGINE_DEAD, "Background Engine loop is dead", _c(r"Background Engine loop is dead")),
     Rule(Signal.ENGINE_DEAD, "Engine process (pid", _c(r"Engine process \(pid \d+\) died")),
     Rule(Signal.ENGINE_DEAD, ", terminating server process", _c(r"(?:has failed|is already dead), terminating server process")),
     # early V1 (0.7.x–0.8.4): CRITICAL "Got fatal signal from worker processes, shutting down. ..."

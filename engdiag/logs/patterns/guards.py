@@ -18,6 +18,8 @@ from engdiag.logs.patterns.lmcache import LMCACHE_AUTOSTART
 
 DYNAMO_HEALTH = "dynamo-health"
 """NVIDIA Dynamo's check of vLLM's engine from its worker process (DYN_ENGINE_HEALTH_CHECK_TIMEOUT, 30 s)."""
+DYNAMO_CANARY = "dynamo-canary"
+"""Dynamo's runtime probing an idle endpoint with a request (DYN_HEALTH_CHECK_REQUEST_TIMEOUT, 3 s)."""
 OMNI_ORCHESTRATOR = "omni-orchestrator"
 """vllm-omni's orchestrator waiting for its stages to start (--init-timeout, 600 s; each stage's --stage-init-timeout)."""
 OMNI_WAITS_ON = "vllm-omni stages' start-up (a warning: it waits on)"
@@ -201,6 +203,15 @@ GUARDS: tuple[Rule, ...] = (
         _c(r"vLLM AsyncLLM health check failed:(?P<e>[^\n]*)"),
         lambda m, t: [] if "EngineCore encountered an issue" in m["e"] else [
             Timeout(call="engine health check", guard=DYNAMO_HEALTH)],
+    ),
+    # Dynamo's canary health check (lib/runtime/src/health_check.rs, 1.6): a request sent to an endpoint idle for
+    # DYN_CANARY_WAIT_TIME (10 s) that got no answer within DYN_HEALTH_CHECK_REQUEST_TIMEOUT (3 s): "Health check
+    # timeout for {endpoint}" — the endpoint is marked not ready; a busy worker queues the canary behind real work
+    Rule(
+        Signal.EXTERNAL_GUARD,
+        "Health check timeout for",
+        _c(r"Health check timeout for \S+"),
+        _const(Timeout(call="canary health check", guard=DYNAMO_CANARY)),
     ),
     # Ray Serve's client waiting for a deployment or an application it started (2.44 client.py:207/:245, 2.60
     # :252/:294): "Deployment 'LLMServer:qwen-7b' in application 'llm_app' did not become HEALTHY after 600s.",
