@@ -159,3 +159,17 @@ def test_ray_serve_llms_own_words_for_a_dead_engine_and_dynamos_canary(tmp_path)
     assert canary.model.guard is not None and (canary.model.guard.limit_s, canary.model.guard.limit_origin) == (3.0,
                                                                                                               "default")
     assert "DYN_HEALTH_CHECK_REQUEST_TIMEOUT (seconds; 3 by default)" in steps_of(canary.verdict)
+
+
+def test_the_production_stack_routers_probe_is_its_own_guard(tmp_path):
+    """'{model} at {url} not healthy!' (production-stack service_discovery.py:265): a one-token request with
+    --static-backend-health-check-timeout-seconds (10 s); the router's format is '[asctime] LEVEL: msg (file:N:name)'
+    (src/vllm_router/log.py build_format)."""
+    text = ("(APIServer pid=1) INFO 07-01 20:30:30 [loggers.py:127] Engine 000: Avg prompt throughput: 1843.2 tokens/s, "
+            "Avg generation throughput: 412.5 tokens/s, Running: 24 reqs, Waiting: 0 reqs, GPU KV cache usage: 61.2%\n"
+            "[2025-07-01 20:30:41,120] WARNING: meta-llama/Llama-3.1-8B at http://10.0.0.5:8000 not healthy! "
+            "(service_discovery.py:265:vllm_router.service_discovery)\n")
+    result = analysis_of(tmp_path, text)
+    assert result.verdict.kind.value == "slow" and "production-stack router" in result.verdict.headline
+    assert result.model.guard is not None and result.model.guard.limit_s == 10.0
+    assert "--static-backend-health-check-timeout-seconds" in steps_of(result.verdict)

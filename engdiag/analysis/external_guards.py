@@ -77,6 +77,9 @@ def external_guard(facts: Facts) -> Verdict | None:
             draft.step(CLIENT_STEP)
         elif g is not None and g.owner == "vllm-omni":
             draft.step(OMNI_STEP)
+        elif g is not None and g.owner == "production-stack router":
+            draft.step("give the router's probe longer: --static-backend-health-check-timeout-seconds (10 s by "
+                       "default) on the router, above a step under load — its one-token request queues behind them")
         elif g is not None and g.owner == "Dynamo":
             by = "here" if g.limit_origin == "printed" else "by default"
             draft.step(f"give the engine longer to answer Dynamo's health check: {g.knob} (seconds; {g.limit_s:g} "

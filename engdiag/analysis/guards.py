@@ -12,7 +12,7 @@ from engdiag.analysis.facts import Facts
 from engdiag.analysis.guarded_waits import GUARDED_WAITS
 from engdiag.analysis.model import Activity, Guard
 from engdiag.logs.events import Event, Failure, NcclWork, Phase, Signal, Timeout
-from engdiag.logs.patterns.guards import DYNAMO_CANARY, DYNAMO_HEALTH, OMNI_ORCHESTRATOR
+from engdiag.logs.patterns.guards import DYNAMO_CANARY, DYNAMO_HEALTH, OMNI_ORCHESTRATOR, ROUTER_HEALTH
 from engdiag.logs.patterns.lmcache import LMCACHE_AUTOSTART
 from engdiag.logs.patterns.waits import ASCEND_TASK
 from engdiag.timeouts.knobs import (
@@ -138,6 +138,11 @@ def _guard_for(facts: Facts, event: Event) -> Guard:
             limit, origin = armed[-1], "printed"
         return Guard("platform start-up timeout", "platform", limit, origin if limit is not None else "the launcher's own setting",
                      "the server becoming ready after launch", "the launcher's start-up timeout", *where)
+    if signal is Signal.EXTERNAL_GUARD and data.guard == ROUTER_HEALTH:
+        return Guard("production-stack router health check", "production-stack router", limit or 10.0,
+                     origin if limit else "default",
+                     "a backend answering a one-token request; on failure it leaves the routing table",
+                     "--static-backend-health-check-timeout-seconds", *where)
     if signal is Signal.EXTERNAL_GUARD and data.guard == DYNAMO_CANARY:
         return Guard("Dynamo canary health check", "Dynamo", limit or 3.0, origin if limit else "default",
                      "an endpoint answering a canary request after it was idle; on failure it is marked not ready",

@@ -20,6 +20,8 @@ DYNAMO_HEALTH = "dynamo-health"
 """NVIDIA Dynamo's check of vLLM's engine from its worker process (DYN_ENGINE_HEALTH_CHECK_TIMEOUT, 30 s)."""
 DYNAMO_CANARY = "dynamo-canary"
 """Dynamo's runtime probing an idle endpoint with a request (DYN_HEALTH_CHECK_REQUEST_TIMEOUT, 3 s)."""
+ROUTER_HEALTH = "router-health"
+"""vLLM production-stack's router probing a backend (--static-backend-health-check-timeout-seconds, 10 s)."""
 OMNI_ORCHESTRATOR = "omni-orchestrator"
 """vllm-omni's orchestrator waiting for its stages to start (--init-timeout, 600 s; each stage's --stage-init-timeout)."""
 OMNI_WAITS_ON = "vllm-omni stages' start-up (a warning: it waits on)"
@@ -212,6 +214,15 @@ GUARDS: tuple[Rule, ...] = (
         "Health check timeout for",
         _c(r"Health check timeout for \S+"),
         _const(Timeout(call="canary health check", guard=DYNAMO_CANARY)),
+    ),
+    # vLLM production-stack's router probing each static backend with a one-token request (src/vllm_router/
+    # service_discovery.py:265, utils.py is_model_healthy; --static-backend-health-check-timeout-seconds, 10 s):
+    # "{model} at {url} not healthy!" — the backend leaves the routing table, slow or down
+    Rule(
+        Signal.EXTERNAL_GUARD,
+        " not healthy!",
+        _c(r"\S+ at https?://\S+ not healthy!"),
+        _const(Timeout(call="router health check", guard=ROUTER_HEALTH)),
     ),
     # Ray Serve's client waiting for a deployment or an application it started (2.44 client.py:207/:245, 2.60
     # :252/:294): "Deployment 'LLMServer:qwen-7b' in application 'llm_app' did not become HEALTHY after 600s.",
