@@ -158,7 +158,7 @@ def test_ray_serve_llms_own_words_for_a_dead_engine_and_dynamos_canary(tmp_path)
     assert canary.verdict.kind.value == "slow"
     assert canary.model.guard is not None and (canary.model.guard.limit_s, canary.model.guard.limit_origin) == (3.0,
                                                                                                               "default")
-    assert "DYN_HEALTH_CHECK_REQUEST_TIMEOUT (seconds; 3 by default)" in steps_of(canary.verdict)
+    assert "DYN_HEALTH_CHECK_REQUEST_TIMEOUT (3 s by default)" in steps_of(canary.verdict)
 
 
 def test_the_production_stack_routers_probe_is_its_own_guard(tmp_path):
@@ -173,3 +173,69 @@ def test_the_production_stack_routers_probe_is_its_own_guard(tmp_path):
     assert result.verdict.kind.value == "slow" and "production-stack router" in result.verdict.headline
     assert result.model.guard is not None and result.model.guard.limit_s == 10.0
     assert "--static-backend-health-check-timeout-seconds" in steps_of(result.verdict)
+
+
+def test_tritons_and_skypilots_own_lines_carry_their_level_and_time():
+    """Triton prints glog's layout without its bracket (``E0701 20:30:41.120413 1 backend_model.cc:719] "…"``,
+    triton common src/logging.cc); SkyPilot vLLM's old layout with the level's first letter (sky_logging.py)."""
+    (triton,) = pieces('E0701 20:30:41.120413 1 backend_model.cc:719] "ERROR: Failed to create instance: Stub '
+                       "process 'vllm_model_0_0' is not healthy.\"", 1)
+    assert triton.shape is Shape.GLOG and triton.level == "ERROR" and triton.fileinfo == "backend_model.cc:719"
+    assert triton.stamp is not None and triton.stamp.second == 20 * 3600 + 30 * 60 + 41
+    (sky,) = pieces("I 07-01 20:30:41 replica_managers.py:1321] Replica 1 is not ready and exceeding initial delay "
+                    "seconds. Terminating the replica...", 1)
+    assert sky.shape is Shape.VLLM and sky.level == "INFO" and sky.fileinfo == "replica_managers.py:1321"
+
+
+def test_a_triton_stub_that_died_while_vllm_loaded_is_a_dead_worker(tmp_path):
+    """'Stub process … is not healthy.' only once the stub died or froze (python_backend stub_launcher.cc:861-907),
+    inside Triton's 'Failed to create instance' / 'failed to load … version 1: Internal: …' (triton server issues
+    7547, 8578): the process running vLLM died during its start-up."""
+    text = ("INFO 07-01 20:29:58 [default_loader.py:262] Loading weights took 17.21 seconds\n"
+            'E0701 20:30:41.120413 1 backend_model.cc:719] "ERROR: Failed to create instance: Stub process '
+            "'vllm_model_0_0' is not healthy.\"\n"
+            "E0701 20:30:41.120500 1 model_lifecycle.cc:654] \"failed to load 'vllm_model' version 1: Internal: Stub "
+            "process 'vllm_model_0_0' is not healthy.\"\n"
+            "error: creating server: Internal - failed to load all models\n")
+    verdict = verdict_of(tmp_path, text)
+    assert verdict.kind.value == "crashed" and "Stub process" in verdict.evidence[0].text
+    # the vLLM backend's own health check on a dead engine (model.py:610)
+    dead = verdict_of(tmp_path, "E0701 20:30:41.120413 1 model.py:610] \"[vllm] Engine is not healthy and model will "
+                                "be unloaded: EngineDeadError\"\n")
+    assert any(e.signal == "engine_dead" for e in dead.evidence)
+
+
+def test_skyserves_kills_are_its_own_limits(tmp_path):
+    """SkyServe's controller (replica_managers.py 0.10.5 :1321 / :1304): the initial delay (1200 s, the limit it
+    counts against printed on the way) kills a replica never ready; 180 s of failed probes one that was."""
+    within = "I 07-01 20:20:41 replica_managers.py:1329] Replica 1 is not ready but within initial delay seconds " \
+             "(640s / 900s). Skipping.\n"
+    loading = "Loading safetensors checkpoint shards:  40% Completed | 4/10 [04:00<06:00, 60.00s/it]\n"
+    killed = "I 07-01 20:30:41 replica_managers.py:1321] Replica 1 is not ready and exceeding initial delay seconds. " \
+             "Terminating the replica...\n"
+    result = analysis_of(tmp_path, within + loading + killed)
+    assert result.verdict.kind.value == "slow" and "SkyServe initial delay" in result.verdict.headline
+    assert result.model.guard is not None and (result.model.guard.limit_s, result.model.guard.limit_origin) == (
+        900.0, "printed")
+    assert "initial_delay_seconds" in steps_of(result.verdict) and "VLLM_ENGINE_READY_TIMEOUT_S" not in steps_of(
+        result.verdict)
+    # a probe's own 15 s is no start-up limit, and a replica killed after it served is no slow start-up
+    probe = analysis_of(tmp_path, "E 07-01 20:30:41 replica_managers.py:597] Error when probing replica 1 with url "
+                                  "http://34.1.2.3:8000: requests.exceptions.ReadTimeout: HTTPConnectionPool(host="
+                                  "'34.1.2.3', port=8000): Read timed out. (read timeout=15).\n")
+    assert probe.model.guard is not None and probe.model.guard.owner == "SkyServe"
+    assert "start-up" not in probe.verdict.headline
+    failing = verdict_of(tmp_path, "I 07-01 20:30:41 replica_managers.py:1304] Replica 1 is not ready for too long "
+                                   "and exceeding consecutive failure threshold. Terminating the replica...\n")
+    assert "start-up" not in failing.headline
+
+
+def test_runpod_kserve_and_nim_guards_and_deaths(tmp_path):
+    """RunPod worker-vllm main.py:71/:82, KServe openai_proxy_model.py:68, NemoClaw issue 3886 ('NIM did not become
+    healthy within 300s.')."""
+    assert verdict_of(tmp_path, "RuntimeError: vLLM serve exited during startup with code 1\n").kind.value == "crashed"
+    nim = analysis_of(tmp_path, "NIM did not become healthy within 300s.\n")
+    assert nim.model.guard is not None and nim.model.guard.owner == "platform" and nim.model.guard.limit_s == 300
+    kserve = analysis_of(tmp_path, '{"error":{"message":"Timed out when communicating with upstream: ReadTimeout(\'\')",'
+                                   '"type":"GatewayTimeout","param":null,"code":504}}\n')
+    assert kserve.model.guard is not None and kserve.model.guard.knob == "--predictor_request_timeout_seconds"

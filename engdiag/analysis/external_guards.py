@@ -18,6 +18,7 @@ from __future__ import annotations
 from engdiag.analysis import lmcache
 from engdiag.analysis.draft import Draft
 from engdiag.analysis.facts import Facts
+from engdiag.analysis.model import Guard
 from engdiag.analysis.verdict import Kind, Role, Verdict
 from engdiag.logs.events import Event, Phase, Signal
 
@@ -29,7 +30,12 @@ OMNI_STEP = ("give vllm-omni's stages longer to start: --init-timeout (600 s by 
 """vllm-omni's own start-up limits (entrypoints/cli/serve.py in 0.14–0.30), not a platform's."""
 _STARTUP_OWNERS = ("platform", "vllm-omni")
 """Owners of a limit on the whole start-up, outside the engine's own: a launcher, a platform, vllm-omni's
-orchestrator."""
+orchestrator (and SkyServe's initial delay, not its per-probe timeout: ``_startup_limit``)."""
+
+
+def _startup_limit(g: Guard | None) -> bool:
+    """A limit on the whole start-up, not on one probe or request."""
+    return g is not None and (g.owner in _STARTUP_OWNERS or g.name == "SkyServe initial delay")
 _DEAD = (Signal.ENGINE_DEAD, Signal.ENGINE_FATAL, Signal.WORKER_DIED)
 """An engine or worker that was already dead."""
 MIN_STARTUP_S = 60.0
@@ -56,13 +62,12 @@ def external_guard(facts: Facts) -> Verdict | None:
     client = g is not None and g.owner == "client"
     if client:
         name = "client's request timeout" + (f" of {g.limit_s:g} s" if g.limit_s is not None else "")
-    if g is not None and g.owner in _STARTUP_OWNERS and g.limit_s is not None and g.limit_s < MIN_STARTUP_S:
+    if _startup_limit(g) and g is not None and g.limit_s is not None and g.limit_s < MIN_STARTUP_S:
         draft = Draft(facts, Kind.SLOW, 0.7,
                       f"slow start-up (for its guard): the {name} allowed {g.limit_s:g} s, less than any vLLM "
                       "start-up takes — the server was killed before it could become ready")
         draft.cite(event, Role.ROOT_CAUSE, f"a start-up limit of {g.limit_s:g} s")
-        draft.step("give the launcher a start-up timeout longer than the server's start-up (minutes for a "
-                   "first start that downloads, loads and compiles)")
+        draft.step(_LAUNCHER_STEP if g.owner == "platform" else _longer(g))
         return draft.cite_consequences(event).done()
     working = [a for a in facts.model.activities if a.advancing or (a.startup and not facts.served_before(event))]
     if working:
@@ -73,25 +78,7 @@ def external_guard(facts: Facts) -> Verdict | None:
                       f"{'advancing' if activity.advancing else 'running'} ({activity.detail})")
         draft.cite(facts.event_at(activity.source, activity.line), Role.SUPPORTING, "the engine was working")
         draft.cite(event, Role.ROOT_CAUSE, "a guard outside vLLM, shorter than the work")
-        if client:
-            draft.step(CLIENT_STEP)
-        elif g is not None and g.owner == "vllm-omni":
-            draft.step(OMNI_STEP)
-        elif g is not None and g.owner == "production-stack router":
-            draft.step("give the router's probe longer: --static-backend-health-check-timeout-seconds (10 s by "
-                       "default) on the router, above a step under load — its one-token request queues behind them")
-        elif g is not None and g.owner == "Dynamo":
-            by = "here" if g.limit_origin == "printed" else "by default"
-            draft.step(f"give the engine longer to answer Dynamo's health check: {g.knob} (seconds; {g.limit_s:g} "
-                       f"{by}) in the worker's environment, above the longest step"
-                       if g.limit_s else f"give the engine longer to answer Dynamo's health check: {g.knob}")
-        elif g is not None and g.owner.startswith("platform"):
-            draft.step(STARTUP_PROBE)
-        else:
-            draft.step("give the replica longer to answer its health check (in the deployment's code: "
-                       "@serve.deployment(health_check_timeout_s=600, health_check_period_s=30); Ray Serve LLM builds "
-                       "the deployment itself with 10 s: LLMConfig(deployment_config={'health_check_timeout_s': 600}) "
-                       "or RAY_SERVE_LLM_DEFAULT_HEALTH_CHECK_TIMEOUT_S in its environment)")
+        draft.step(_longer(g))
         return draft.cite_consequences(event).done()
     if client:
         return _client_gave_up(facts, event, name)
@@ -108,7 +95,7 @@ def external_guard(facts: Facts) -> Verdict | None:
                            "it listened")
         draft.step(STARTUP_PROBE)
         return draft.cite_consequences(event).done()
-    if g is not None and g.owner in _STARTUP_OWNERS and not facts.served_before(event):
+    if _startup_limit(g) and not facts.served_before(event):
         # A start-up limit outside vLLM, nothing else in the excerpt: such limits are set by people who
         # guess a start-up time, while a first start downloads, loads, profiles, compiles and captures —
         # the slow reading is the better supported one (lemonade-..., modal-runner-..., ci-tp2-pp2-...).
@@ -118,9 +105,7 @@ def external_guard(facts: Facts) -> Verdict | None:
         draft.cite(event, Role.ROOT_CAUSE, "a start-up limit outside vLLM")
         draft.undecided = ("the engine's own lines up to the kill: loading, compiling or capturing = slow; a traceback "
                            "= crashed; nothing after NCCL or rendezvous set-up = stuck")
-        draft.step(OMNI_STEP if g.owner == "vllm-omni" else
-                   "give the launcher a start-up timeout longer than the server's start-up (minutes for a "
-                   "first start that downloads, loads and compiles)")
+        draft.step(_LAUNCHER_STEP if g is not None and g.owner == "platform" else _longer(g))
         return draft.cite_consequences(event).done()
     draft = Draft(facts, Kind.UNKNOWN, 0.35,
                   f"unknown: the {name} gave up on the server, and the log does not show what the engine was doing")
@@ -128,6 +113,40 @@ def external_guard(facts: Facts) -> Verdict | None:
     draft.undecided = ("the engine's own lines up to the kill (loading, compiling, stats with tokens = slow; a "
                        "traceback = crashed; silence with requests running = stuck)")
     return draft.cite_consequences(event).done()
+
+
+_LAUNCHER_STEP = ("give the launcher a start-up timeout longer than the server's start-up (minutes for a first start "
+                  "that downloads, loads and compiles)")
+_RAY_SERVE_STEP = ("give the replica longer to answer its health check (in the deployment's code: "
+                   "@serve.deployment(health_check_timeout_s=600, health_check_period_s=30); Ray Serve LLM builds the "
+                   "deployment itself with 10 s: LLMConfig(deployment_config={'health_check_timeout_s': 600}) or "
+                   "RAY_SERVE_LLM_DEFAULT_HEALTH_CHECK_TIMEOUT_S in its environment)")
+_OWNER_STEPS = {
+    "vllm-omni": OMNI_STEP,
+    "production-stack router": ("give the router's probe longer: --static-backend-health-check-timeout-seconds (10 s "
+                                "by default) on the router, above a step under load — its one-token request queues "
+                                "behind them"),
+    "KServe": ("give KServe's proxy longer: --predictor_request_timeout_seconds on its model server (600 s in v0.13), "
+               "above the longest request"),
+}
+"""How to give a slow engine more time, per owner of the guard that gave up on it."""
+
+
+def _longer(g: Guard | None) -> str:
+    """The step that gives the engine more time against this guard."""
+    if g is None:
+        return _RAY_SERVE_STEP
+    if g.owner == "client":
+        return CLIENT_STEP
+    if g.owner in ("Dynamo", "SkyServe"):
+        by = "here" if g.limit_origin == "printed" else "by default"
+        limit = f" ({g.limit_s:g} s {by})" if g.limit_s else ""
+        where = "in the worker's environment" if g.owner == "Dynamo" else "in the service's YAML"
+        return f"give the engine longer against {g.owner}'s {g.name.split(' ', 1)[1]}: {g.knob}{limit} {where}, " \
+               "above the work it cut off"
+    if g.owner in _OWNER_STEPS:
+        return _OWNER_STEPS[g.owner]
+    return STARTUP_PROBE if g.owner.startswith("platform") else _RAY_SERVE_STEP
 
 
 CLIENT_STEP = ("give the client a timeout longer than the longest request takes (openai-python: "

@@ -12,7 +12,15 @@ from engdiag.analysis.facts import Facts
 from engdiag.analysis.guarded_waits import GUARDED_WAITS
 from engdiag.analysis.model import Activity, Guard
 from engdiag.logs.events import Event, Failure, NcclWork, Phase, Signal, Timeout
-from engdiag.logs.patterns.guards import DYNAMO_CANARY, DYNAMO_HEALTH, OMNI_ORCHESTRATOR, ROUTER_HEALTH
+from engdiag.logs.patterns.guards import (
+    DYNAMO_CANARY,
+    DYNAMO_HEALTH,
+    KSERVE_UPSTREAM,
+    OMNI_ORCHESTRATOR,
+    ROUTER_HEALTH,
+    SKY_INITIAL,
+    SKY_PROBE,
+)
 from engdiag.logs.patterns.lmcache import LMCACHE_AUTOSTART
 from engdiag.logs.patterns.waits import ASCEND_TASK
 from engdiag.timeouts.knobs import (
@@ -138,6 +146,20 @@ def _guard_for(facts: Facts, event: Event) -> Guard:
             limit, origin = armed[-1], "printed"
         return Guard("platform start-up timeout", "platform", limit, origin if limit is not None else "the launcher's own setting",
                      "the server becoming ready after launch", "the launcher's start-up timeout", *where)
+    if signal is Signal.EXTERNAL_GUARD and data.guard == SKY_INITIAL:
+        armed = [float(e.data.name.split()[-1]) for e in facts.before(event)
+                 if isinstance(e.data, Phase) and e.data.name.startswith("skyserve_initial_delay_configured")]
+        limit, origin = (armed[-1], "printed") if armed else (1200.0, "default")
+        return Guard("SkyServe initial delay", "SkyServe", limit, origin,
+                     "a new replica's first ready probe after launch", "service.readiness_probe.initial_delay_seconds",
+                     *where)
+    if signal is Signal.EXTERNAL_GUARD and data.guard == SKY_PROBE:
+        return Guard("SkyServe readiness probe", "SkyServe", limit, origin,
+                     "a replica answering its readiness probe (180 s of failures kills one that was ready)",
+                     "service.readiness_probe.timeout_seconds", *where)
+    if signal is Signal.EXTERNAL_GUARD and data.guard == KSERVE_UPSTREAM:
+        return Guard("KServe predictor request timeout", "KServe", limit, origin if limit else "600 s in v0.13",
+                     "a request proxied to the vLLM predictor", "--predictor_request_timeout_seconds", *where)
     if signal is Signal.EXTERNAL_GUARD and data.guard == ROUTER_HEALTH:
         return Guard("production-stack router health check", "production-stack router", limit or 10.0,
                      origin if limit else "default",

@@ -61,7 +61,7 @@ host of the line's process (a pod's host name is its name): replicas' processes 
 _COMPOSE = re.compile(r"([A-Za-z0-9][\w.-]{0,62})\s+\| ?")
 _REPEATED = re.compile(r"\s*\[repeated (\d+)x across cluster\]\s*$")
 _VLLM = re.compile(
-    r"\s*(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) "
+    r"\s*(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL|[DIWEC]) "
     r"(?P<mo>\d\d)-(?P<d>\d\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:\.\d+)? "
     r"\[?(?P<file>[^\s\]]+):(?P<fl>\d+)\] ?",
 )
@@ -72,7 +72,7 @@ _LEVEL_ONLY = re.compile(
 _UVICORN = re.compile(r"\s*(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL):\s+")
 ACCESS = re.compile(r'\S+ - "(?P<method>[A-Z]+) (?P<path>\S+) HTTP/[\d.]+" (?P<status>\d{3})')
 _GLOG = re.compile(
-    r"\s*(?:\[rank(?P<rank>\d+)\]:)?\[(?P<sev>[IWEF])"
+    r"\s*(?:\[rank(?P<rank>\d+)\]:)?\[?(?P<sev>[IWEF])"
     r"(?:(?P<mo>\d{1,2}?)(?P<d>\d\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)\.\d+(?: +\d+)? | )"
     r"(?P<file>[\w.]+):(?P<fl>\d+)\] ?"
 )
@@ -93,6 +93,9 @@ _TAGGED_RECORD_START = re.compile(
     r"\([A-Za-z_][\w .:=-]{0,120}? pid=\d+(?:, ip=[^)\s]*)?\)\s?(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d"
 )
 _GLOG_LEVELS = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "CRITICAL"}
+_LETTER_LEVELS = {"D": "DEBUG", "I": "INFO", "W": "WARNING", "E": "ERROR", "C": "CRITICAL"}
+"""SkyPilot's logger prints vLLM's old layout with the level's first letter (sky/sky_logging.py ``_FORMAT``:
+``I 07-01 20:30:41 replica_managers.py:1321] …``)."""
 _LEVEL_FIRST = frozenset("DIWEC ")
 """The first characters of a line that may start with a level."""
 
@@ -186,7 +189,7 @@ def _parse(
             shape=Shape.VLLM,
             msg=rest[match.end() :],
             proc=proc,
-            level=match["level"],
+            level=_LETTER_LEVELS.get(match["level"], match["level"]),
             stamp=_stamp(match, kube_ts),
             fileinfo=f"{match['file']}:{match['fl']}",
             **common,

@@ -164,6 +164,12 @@ STALLS_TIMEOUTS_FATALS: tuple[Rule, ...] = (
     # dead." (deployments/llm/vllm/vllm_engine.py:372/:378)
     Rule(Signal.ENGINE_DEAD, "Engine is dead, awaiting replica restart", _c(r"Engine is dead, awaiting replica restart")),
     Rule(Signal.ENGINE_DEAD, "Background Engine loop is dead", _c(r"Background Engine loop is dead")),
+    # Triton's vLLM backend, its optional engine health check (model.py:610, HEAD): "[vllm] Engine is not healthy and
+    # model will be unloaded: …", and what a request then gets: "Model is unavailable due to unhealthy vLLM engine"
+    Rule(Signal.ENGINE_DEAD, "Engine is not healthy and model will be unloaded",
+         _c(r"Engine is not healthy and model will be unloaded")),
+    Rule(Signal.ENGINE_DEAD, "unavailable due to unhealthy vLLM engine",
+         _c(r"Model is unavailable due to unhealthy vLLM engine")),
     Rule(Signal.ENGINE_DEAD, "Engine process (pid", _c(r"Engine process \(pid \d+\) died")),
     Rule(Signal.ENGINE_DEAD, ", terminating server process", _c(r"(?:has failed|is already dead), terminating server process")),
     # early V1 (0.7.x–0.8.4): CRITICAL "Got fatal signal from worker processes, shutting down. ..."
@@ -226,6 +232,17 @@ STALLS_TIMEOUTS_FATALS: tuple[Rule, ...] = (
     Rule(Signal.WORKER_DIED, "Worker disconnected before request stream",
          _c(r"Worker disconnected before request stream was established"),
          _const(Failure(name="a Dynamo worker (its request stream ended)"))),
+    # Triton's Python backend, whose stub process runs the vLLM backend's model.py: "Stub process '<instance>' is not
+    # healthy." (python_backend stub_launcher.cc:906) only once the stub has died or frozen — it waits on a live one
+    # — inside "Failed to create instance: …" (core backend_model.cc:719) or "failed to load '<model>' version N:
+    # Internal: …" (model_lifecycle.cc:654), and at request time (python_be.cc:1399) (triton server issues 7547,
+    # 8578, 3678)
+    Rule(Signal.WORKER_DIED, "is not healthy.", _c(r"Stub process '(?P<i>[^']+)' is not healthy"),
+         lambda m, t: [Failure(name=f"Triton's Python backend stub {m['i']} (the process running vLLM)")]),
+    # RunPod's worker-vllm around `vllm serve` (v2.25 src/main.py:71): "vLLM serve exited during startup with code N"
+    Rule(Signal.WORKER_DIED, "exited during startup with code",
+         _c(r"vLLM serve exited during startup with code (?P<code>-?\d+)"),
+         lambda m, t: [Failure(name="vllm serve (RunPod's worker-vllm)", exit_code=int(m["code"]))]),
     # its diffusion executor at start-up, when a rank's pipe ends (EOFError): "Rank %d scheduler is dead. Please check
     # if there are relevant logs." then, a record of its own, "Exit code: %s" (0.14 multiproc_executor.py:112, 0.22
     # :183, 0.30 :420; vllm-omni issues 7496 and 5827: -9)

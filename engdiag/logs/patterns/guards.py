@@ -22,12 +22,20 @@ DYNAMO_CANARY = "dynamo-canary"
 """Dynamo's runtime probing an idle endpoint with a request (DYN_HEALTH_CHECK_REQUEST_TIMEOUT, 3 s)."""
 ROUTER_HEALTH = "router-health"
 """vLLM production-stack's router probing a backend (--static-backend-health-check-timeout-seconds, 10 s)."""
+SKY_INITIAL = "skyserve-initial-delay"
+"""SkyServe's wait for a new replica's first ready probe (service.readiness_probe.initial_delay_seconds, 1200 s)."""
+SKY_PROBE = "skyserve-probe"
+"""SkyServe's readiness probe (timeout_seconds 15 s; 180 s of failures kills a replica that was ready)."""
+KSERVE_UPSTREAM = "kserve-upstream"
+"""KServe's proxy waiting on its predictor (--predictor_request_timeout_seconds)."""
 OMNI_ORCHESTRATOR = "omni-orchestrator"
 """vllm-omni's orchestrator waiting for its stages to start (--init-timeout, 600 s; each stage's --stage-init-timeout)."""
 OMNI_WAITS_ON = "vllm-omni stages' start-up (a warning: it waits on)"
 """The call of 0.14's start-up warning, which gives up on nothing."""
 
-_SERVER = r"(?:vLLM|vllm|VLLM|[Ss]erver|[Ss]ervice|[Ee]ndpoint|[Mm]odel|[Ii]nstance)"
+_SERVER = r"(?:vLLM|vllm|VLLM|NIM|[Ss]erver|[Ss]ervice|[Ee]ndpoint|[Mm]odel|[Ii]nstance|[Rr]eplica|[Cc]ontainer|[Pp]od|[Dd]eployment|[Ww]orker)"
+"""What a launcher says did not start: vLLM, a NIM (NemoClaw issue 3886: "NIM did not become healthy within 300s."),
+the server, a replica, a container, a pod."""
 _LIMIT = r"(?:(?P<n>\d+(?:\.\d+)?) ?(?P<u>ms|s|secs?|seconds?|m|mins?|minutes?)\b|(?:the )?timeout|expected time)"
 _LAUNCHER_DEADLINE = _c(
     _SERVER + r"\b[^\n]{0,30}?(?:failed to|did not|didn't|could not|couldn't|not) (?:start|become ready|become healthy"
@@ -73,6 +81,9 @@ def _client_timeout(match: re.Match[str], text: str) -> Iterable[Payload]:
     if _SOMEONE_ELSES.search(text):
         return
     limit = _READ_LIMIT.search(text)
+    if "Error when probing replica" in text:  # SkyServe's readiness probe (replica_managers.py:597), not a client
+        yield Timeout(call="readiness probe", limit_s=float(limit["s"]) if limit else None, guard=SKY_PROBE)
+        return
     yield Timeout(call="request", limit_s=float(limit["s"]) if limit else None, guard="client")
 
 
@@ -223,6 +234,37 @@ GUARDS: tuple[Rule, ...] = (
         " not healthy!",
         _c(r"\S+ at https?://\S+ not healthy!"),
         _const(Timeout(call="router health check", guard=ROUTER_HEALTH)),
+    ),
+    # SkyServe's controller on its readiness probe (sky/serve/replica_managers.py, 0.6.1 :1087/:1105, 0.10.5
+    # :1304/:1321): a replica never ready past readiness_probe.initial_delay_seconds (1200 s) — "Replica N is not
+    # ready and exceeding initial delay seconds. Terminating the replica..." — or once ready, then failing for 180 s
+    # — "… is not ready for too long and exceeding consecutive failure threshold. Terminating the replica..."; the
+    # limit it counts against is printed on the way: "… but within initial delay seconds (640s / 1200s). Skipping."
+    Rule(
+        Signal.EXTERNAL_GUARD,
+        "exceeding initial delay seconds",
+        _c(r"Replica \S+ is not ready and exceeding initial delay seconds"),
+        _const(Timeout(call="replica start-up (readiness probe)", guard=SKY_INITIAL)),
+    ),
+    Rule(
+        Signal.EXTERNAL_GUARD,
+        "exceeding consecutive failure threshold",
+        _c(r"Replica \S+ is not ready for too long and exceeding consecutive failure threshold"),
+        _const(Timeout(call="readiness probe", limit_s=180.0, guard=SKY_PROBE)),
+    ),
+    Rule(
+        Signal.STARTUP_PHASE,
+        "within initial delay seconds (",
+        _c(r"within initial delay seconds \((?P<n>\d+)s / (?P<s>\d+)s\)"),
+        lambda m, t: [Phase(f"skyserve_initial_delay_configured {m['s']}")],
+    ),
+    # KServe's OpenAI proxy to its predictor (v0.13 openai_proxy_model.py:69, v0.19 :68): "Timed out when
+    # communicating with upstream: …", a 504 after --predictor_request_timeout_seconds (600 s in v0.13's model.py)
+    Rule(
+        Signal.EXTERNAL_GUARD,
+        "Timed out when communicating with upstream",
+        _c(r"Timed out when communicating with upstream"),
+        _const(Timeout(call="request to the predictor", guard=KSERVE_UPSTREAM)),
     ),
     # Ray Serve's client waiting for a deployment or an application it started (2.44 client.py:207/:245, 2.60
     # :252/:294): "Deployment 'LLMServer:qwen-7b' in application 'llm_app' did not become HEALTHY after 600s.",
