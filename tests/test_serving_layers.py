@@ -45,13 +45,17 @@ def test_ray_serves_and_dynamos_own_lines_carry_their_level_and_time():
     assert kube.shape is Shape.VLLM and kube.kube_ts is not None
 
 
-def test_every_backend_reads_ray_serve_and_dynamo_lines_alike(tmp_path, monkeypatch):
+def test_every_backend_reads_the_serving_layers_lines_alike(tmp_path, monkeypatch):
     text = ("".join(_REPLICA + _STATS.format(s=s) for s in range(0, 40, 10))
             + _serve("WARNING", 45, f"Didn't receive health check response for replica {_REPLICA_ID} after 10.0s, "
                                     "marking it unhealthy.")
             + "2025-06-25T04:39:46.120413Z ERROR engine_monitor._check_engine_health: vLLM AsyncLLM health check "
               "failed: \n"
-            + _REPLICA + "Traceback (most recent call last):\n" + _REPLICA + "TimeoutError\n")
+            + _REPLICA + "Traceback (most recent call last):\n" + _REPLICA + "TimeoutError\n"
+            + 'E0625 04:39:47.120413 1 backend_model.cc:719] "ERROR: Failed to create instance: Stub process '
+              "'vllm_model_0_0' is not healthy.\"\n"
+            + "I 06-25 04:39:48 replica_managers.py:1321] Replica 1 is not ready and exceeding initial delay seconds. "
+              "Terminating the replica...\n")
     path = tmp_path / "serving.log"
     path.write_text(text * 4)
     for window in (256, 4096, 1 << 16):
