@@ -243,3 +243,20 @@ def test_runpod_kserve_and_nim_guards_and_deaths(tmp_path):
     kserve = analysis_of(tmp_path, '{"error":{"message":"Timed out when communicating with upstream: ReadTimeout(\'\')",'
                                    '"type":"GatewayTimeout","param":null,"code":504}}\n')
     assert kserve.model.guard is not None and kserve.model.guard.knob == "--predictor_request_timeout_seconds"
+
+
+def test_a_spot_replica_skyserve_saw_preempted_is_a_stop_from_outside_not_an_engine_fault(tmp_path):
+    """'Replica 2 is preempted (status: READY).' (sky/serve/replica_managers.py 0.10.5 :1025): the cloud took the
+    machine back; like an operator's stop, unless the engine was already in trouble."""
+    stats = ("(APIServer pid=1) INFO 07-01 20:30:30 [loggers.py:127] Engine 000: Avg prompt throughput: 1843.2 tokens/s, "
+             "Avg generation throughput: 412.5 tokens/s, Running: 24 reqs, Waiting: 0 reqs, GPU KV cache usage: 61.2%\n")
+    verdict = verdict_of(tmp_path, stats + "I 07-01 20:30:41 replica_managers.py:1024] Replica 2 is preempted (status: "
+                                           "READY).\n")
+    assert verdict.kind.value == "healthy" and "spot machine" in verdict.headline
+    assert "sky serve status" in (verdict.undecided or "")
+
+
+def test_a_named_process_that_died_is_named_in_the_headline(tmp_path):
+    """A Ray Serve replica, Triton's stub or RunPod's vllm serve: the crash names what died."""
+    verdict = verdict_of(tmp_path, "RuntimeError: vLLM serve exited during startup with code 1\n")
+    assert verdict.kind.value == "crashed" and "vllm serve (RunPod's worker-vllm) died" in verdict.headline

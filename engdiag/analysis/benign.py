@@ -22,7 +22,8 @@ from engdiag.analysis.draft import Draft
 from engdiag.analysis.facts import Facts
 from engdiag.analysis.timeline import FATAL, is_progress
 from engdiag.analysis.verdict import Kind, Role, Verdict
-from engdiag.logs.events import Event, Peer, Progress, Signal, Stats, Timeout
+from engdiag.logs.events import Event, Failure, Peer, Progress, Signal, Stats, Timeout
+from engdiag.logs.patterns.guards import PREEMPTED
 from engdiag.logs.patterns.progress import CHAT_TEMPLATE, EP_DRAIN
 from engdiag.logs.patterns.waits import STORE_LOST
 from engdiag.units import plural
@@ -80,16 +81,21 @@ def operator_stop(facts: Facts) -> Verdict | None:
             _SHUTDOWN_EXCEPTIONS
         ):
             return None
+    preempted = isinstance(stop.data, Failure) and stop.data.name == PREEMPTED
     draft = Draft(facts, Kind.HEALTHY, 0.75,
+                  "healthy (for the engine): the cloud took the replica's spot machine back; what follows is the stop, "
+                  "not a failure of vLLM" if preempted else
                   "healthy: an operator stopped the server and it shut down; the errors after the stop are the "
                   "shutdown, not a failure")
-    draft.cite(stop, Role.ROOT_CAUSE, "the stop was requested")
+    draft.cite(stop, Role.ROOT_CAUSE, "a spot preemption" if preempted else "the stop was requested")
     drained = [e for e in after if e.signal is Signal.SHUTDOWN]
     draft.cite(drained[-1] if drained else None, Role.SUPPORTING, "the server finished shutting down")
     for event in [e for e in after if e.signal in FATAL][:3]:
         draft.cite(event, Role.CONSEQUENCE, "printed while the processes exit")
     draft.cite(facts.t.last_progress, Role.CONTEXT, "last work before the stop")
-    draft.undecided = "who sent the signal: the orchestrator's events (kubectl describe pod, systemd journal)"
+    draft.undecided = ("SkyServe's own view: `sky serve status` and `sky serve logs --controller` (spot capacity)"
+                       if preempted else
+                       "who sent the signal: the orchestrator's events (kubectl describe pod, systemd journal)")
     return draft.done()
 
 

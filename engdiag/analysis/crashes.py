@@ -121,9 +121,9 @@ def other_fatal(facts: Facts) -> Verdict | None:
         # only the API server's word that the engine died (EngineDeadError, "Engine loop is not running"): the
         # engine core's own error, which names the cause, is not here, and an OOM, a CUDA error and a step
         # timeout all end this way (llm-scaler-glm47-flash-enginedead-mem9996: the maintainer suspected memory)
-        draft = Draft(facts, Kind.UNKNOWN, 0.3, "unknown: the API server saw the engine die, and the engine core's "
-                      "own error is not in this log — running out of memory, a CUDA error or a step timeout all end "
-                      "this way")
+        draft = Draft(facts, Kind.UNKNOWN, 0.3, "unknown: the engine was reported dead (by the API server, or by the "
+                      "layer that runs it), and the engine core's own error is not in this log — running out of "
+                      "memory, a CUDA error or a step timeout all end this way")
         draft.cite(root, Role.ROOT_CAUSE, "a consequence: the engine had already died")
         draft.undecided = ("the engine core's lines before this (its 'EngineCore encountered a fatal error' traceback "
                            "and the exception that ends it)")
@@ -141,6 +141,9 @@ def other_fatal(facts: Facts) -> Verdict | None:
         draft.step("see which nodes Ray still has", "ray status")
         return draft.cite_consequences(root).done()
     headline = "crashed: the engine died with " + (exception[:160] if exception else "an error (no timeout, no OOM)")
+    if root.signal is Signal.WORKER_DIED and node and not exception:
+        # the process that died is named (a worker, a Ray Serve replica, Triton's stub, a Dynamo worker)
+        headline = f"crashed: {node[:120]} died — nothing in the log shows a timeout or an OOM before it"
     if root.signal is Signal.NCCL_ABORT and not exception:
         headline = "crashed: the NCCL watchdog tore the engine process down after a GPU error (no collective timed out)"
     draft = Draft(facts, Kind.CRASHED, 0.65 if exception else 0.55, headline)

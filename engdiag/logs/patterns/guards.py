@@ -22,6 +22,8 @@ DYNAMO_CANARY = "dynamo-canary"
 """Dynamo's runtime probing an idle endpoint with a request (DYN_HEALTH_CHECK_REQUEST_TIMEOUT, 3 s)."""
 ROUTER_HEALTH = "router-health"
 """vLLM production-stack's router probing a backend (--static-backend-health-check-timeout-seconds, 10 s)."""
+PREEMPTED = "spot preemption"
+"""The cloud taking a spot machine back: a stop from outside, like an operator's."""
 SKY_INITIAL = "skyserve-initial-delay"
 """SkyServe's wait for a new replica's first ready probe (service.readiness_probe.initial_delay_seconds, 1200 s)."""
 SKY_PROBE = "skyserve-probe"
@@ -299,6 +301,9 @@ GUARDS: tuple[Rule, ...] = (
         _const(Failure(name="SIGTERM")),
     ),
     Rule(Signal.OPERATOR_STOP, "Received SIGTERM", _c(r"Received SIGTERM"), _const(Failure(name="SIGTERM"))),
+    # SkyServe on a spot replica the cloud took back (sky/serve/replica_managers.py, 0.6.1 :810, 0.10.5 :1025):
+    # "Replica 2 is preempted (status: INIT)." — a stop from outside, not the engine's fault
+    Rule(Signal.OPERATOR_STOP, " is preempted", _c(r"Replica \S+ is preempted"), _const(Failure(name=PREEMPTED))),
     Rule(
         Signal.OPERATOR_STOP,
         "received signal=SIG",
