@@ -260,3 +260,20 @@ def test_a_named_process_that_died_is_named_in_the_headline(tmp_path):
     """A Ray Serve replica, Triton's stub or RunPod's vllm serve: the crash names what died."""
     verdict = verdict_of(tmp_path, "RuntimeError: vLLM serve exited during startup with code 1\n")
     assert verdict.kind.value == "crashed" and "vllm serve (RunPod's worker-vllm) died" in verdict.headline
+
+
+def test_ray_serves_request_timeout_is_its_own_limit(tmp_path):
+    """'Request timed out after 300.0s.' (2.44 proxy.py:1028) / 'Request {id} timed out after {t}s.' (2.60
+    replica.py:3365): Ray Serve's http_options.request_timeout_s, not a client's nor vLLM's; Mooncake's 'Request %s
+    timed out after %d seconds without being sent' is not it."""
+    for line in (("(ProxyActor pid=4230) WARNING 2025-06-25 04:39:45,001 proxy 10.0.0.12 -- Request timed out after "
+                 "300.0s.\n"), _serve("WARNING", 45, "Request 7f3a2c9e timed out after 300.0s.",
+                                     who="llm_app_LLMServer:qwen-32b rut1591v")):
+        result = analysis_of(tmp_path, _REPLICA + _STATS.format(s=30) + line)
+        assert result.verdict.kind.value == "slow" and "Ray Serve request timeout" in result.verdict.headline
+        assert result.model.guard is not None and result.model.guard.limit_s == 300.0
+        assert "request_timeout_s" in steps_of(result.verdict)
+    mooncake = analysis_of(tmp_path, "(EngineCore_DP0 pid=2) WARNING 07-01 20:30:01 [mooncake_connector.py:754] "
+                                     "Request cmpl-1 timed out after 480 seconds without being sent. Freeing its "
+                                     "blocks on the producer side.\n")
+    assert mooncake.model.guard is None or mooncake.model.guard.owner != "Ray Serve"

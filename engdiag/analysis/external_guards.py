@@ -144,6 +144,9 @@ def _longer(g: Guard | None) -> str:
         where = "in the worker's environment" if g.owner == "Dynamo" else "in the service's YAML"
         return f"give the engine longer against {g.owner}'s {g.name.split(' ', 1)[1]}: {g.knob}{limit} {where}, " \
                "above the work it cut off"
+    if g.name == "Ray Serve request timeout":
+        return ("give requests longer: http_options.request_timeout_s in the Serve config (no limit by default), above "
+                "the longest request at this load")
     if g.owner in _OWNER_STEPS:
         return _OWNER_STEPS[g.owner]
     return STARTUP_PROBE if g.owner.startswith("platform") else _RAY_SERVE_STEP

@@ -17,6 +17,7 @@ from engdiag.logs.patterns.guards import (
     DYNAMO_HEALTH,
     KSERVE_UPSTREAM,
     OMNI_ORCHESTRATOR,
+    RAY_SERVE_REQUEST,
     ROUTER_HEALTH,
     SKY_INITIAL,
     SKY_PROBE,
@@ -146,6 +147,10 @@ def _guard_for(facts: Facts, event: Event) -> Guard:
             limit, origin = armed[-1], "printed"
         return Guard("platform start-up timeout", "platform", limit, origin if limit is not None else "the launcher's own setting",
                      "the server becoming ready after launch", "the launcher's start-up timeout", *where)
+    if signal is Signal.EXTERNAL_GUARD and data.guard == RAY_SERVE_REQUEST:
+        return Guard("Ray Serve request timeout", "Ray Serve", limit, origin,
+                     "one request from the proxy to its answer (408 when it runs out)",
+                     "http_options.request_timeout_s", *where)
     if signal is Signal.EXTERNAL_GUARD and data.guard == SKY_INITIAL:
         armed = [float(e.data.name.split()[-1]) for e in facts.before(event)
                  if isinstance(e.data, Phase) and e.data.name.startswith("skyserve_initial_delay_configured")]

@@ -22,6 +22,8 @@ DYNAMO_CANARY = "dynamo-canary"
 """Dynamo's runtime probing an idle endpoint with a request (DYN_HEALTH_CHECK_REQUEST_TIMEOUT, 3 s)."""
 ROUTER_HEALTH = "router-health"
 """vLLM production-stack's router probing a backend (--static-backend-health-check-timeout-seconds, 10 s)."""
+RAY_SERVE_REQUEST = "ray-serve-request"
+"""Ray Serve's end-to-end limit on one request (http_options.request_timeout_s)."""
 PREEMPTED = "spot preemption"
 """The cloud taking a spot machine back: a stop from outside, like an operator's."""
 SKY_INITIAL = "skyserve-initial-delay"
@@ -267,6 +269,21 @@ GUARDS: tuple[Rule, ...] = (
         "Timed out when communicating with upstream",
         _c(r"Timed out when communicating with upstream"),
         _const(Timeout(call="request to the predictor", guard=KSERVE_UPSTREAM)),
+    ),
+    # Ray Serve's end-to-end request limit (http_options.request_timeout_s, none by default): its proxy's "Request
+    # timed out after 300.0s." (2.44 proxy.py:717/:1028) and "Request {id} timed out after {t}s." (2.44 :1034, 2.60
+    # replica.py:3365), answered 408
+    Rule(
+        Signal.EXTERNAL_GUARD,
+        "Request timed out after",
+        _c(r"Request (?:\S+ )?timed out after (?P<s>\d+(?:\.\d+)?) ?s\."),
+        lambda m, t: [Timeout(call="request (Ray Serve)", limit_s=_f(m["s"]), guard=RAY_SERVE_REQUEST)],
+    ),
+    Rule(
+        Signal.EXTERNAL_GUARD,
+        " timed out after ",
+        _c(r"Request \S+ timed out after (?P<s>\d+(?:\.\d+)?) ?s\."),
+        lambda m, t: [Timeout(call="request (Ray Serve)", limit_s=_f(m["s"]), guard=RAY_SERVE_REQUEST)],
     ),
     # Ray Serve's client waiting for a deployment or an application it started (2.44 client.py:207/:245, 2.60
     # :252/:294): "Deployment 'LLMServer:qwen-7b' in application 'llm_app' did not become HEALTHY after 600s.",
