@@ -189,3 +189,13 @@ def test_a_backend_failing_lmcaches_health_checks_leaves_the_engine_serving_with
     verdict = verdict_of(tmp_path, text)
     assert verdict.kind.value == "healthy" and "health monitor" in verdict.headline
     assert "max_local_cpu_size" not in steps_of(verdict) and "ping timeout" in steps_of(verdict)
+
+
+def test_puts_the_mooncake_store_did_not_take_in_time_are_a_slow_tier(tmp_path):
+    """'Timeout during batch_put_from; some decoders may redo prefill.' and 'Timeout when putting key … using
+    put_from. Decode instance may redo prefill.' (0.5.6 mooncakestore_connector.py:743/:776; transfer_timeout 1 s)."""
+    for msg in ("Timeout during batch_put_from; some decoders may redo prefill.",
+                "Timeout when putting key chunk_0a1b using put_from. Decode instance may redo prefill."):
+        verdict = verdict_of(tmp_path, _lines(msg, "mooncakestore_connector.py", 743))
+        assert verdict.kind.value == "slow" and "Mooncake store" in verdict.headline, msg
+        assert "transfer_timeout" in verdict.headline + steps_of(verdict)

@@ -23,6 +23,7 @@ from engdiag.logs.events import Event, Failure, Signal, Timeout
 from engdiag.logs.patterns.lmcache import (
     LMCACHE_HEALTH,
     LMCACHE_LOOKUP,
+    LMCACHE_MOONCAKE,
     LMCACHE_MP,
     LMCACHE_PINS,
     LMCACHE_POOL,
@@ -50,6 +51,14 @@ def slow_tier(facts: Facts) -> Verdict | None:
                           "that is down or saturated times out every read",
                           "until it answers, a lower blocking_timeout_secs in LMCache's config bounds what each read "
                           "costs a step")
+    if puts := _guarded(events, LMCACHE_MOONCAKE):
+        return _slow_tier(facts, puts, f"the Mooncake store did not take {plural(len(puts), 'put')} of KV through "
+                          "LMCache within its transfer_timeout (1 s by default); the decode side recomputes those "
+                          "prefills",
+                          "check the Mooncake store and its transfer engine (its master's log, the network between the "
+                          "instances): a store that is down or saturated times out every put",
+                          "if the store is healthy but the KV is large, raise transfer_timeout in LMCache's Mooncake "
+                          "extra_config")
     if lookups := _guarded(events, LMCACHE_LOOKUP):
         limit = next((e.data.limit_s for e in lookups if isinstance(e.data, Timeout) and e.data.limit_s), None)
         within = f"{limit:g} s" if limit else "its lookup_timeout_ms (3000 ms by default)"

@@ -20,6 +20,8 @@ LMCACHE_HEALTH = "LMCache health monitor"
 """LMCache's monitor of its own backends (remote ping and put checks): unhealthy, it skips every cache operation."""
 LMCACHE_REMOTE = "lmcache-remote"
 """The blocking read from LMCache's remote store (remote_backend.py, blocking_timeout_secs, 10 s)."""
+LMCACHE_MOONCAKE = "lmcache-mooncake"
+"""A put to the Mooncake store through LMCache's connector (extra_config transfer_timeout, 1 s)."""
 LMCACHE_LOOKUP = "lmcache-lookup"
 """The scheduler's async lookup of a request's cached prefix (lookup_timeout_ms, 3000 ms)."""
 LMCACHE_MP = "lmcache-mp"
@@ -71,6 +73,14 @@ LMCACHE: tuple[Rule, ...] = (
          _const(Timeout(call="a lookup in LMCache's remote store", guard=LMCACHE_REMOTE))),
     Rule(Signal.LMCACHE_DEGRADED, "batched_get_non_blocking timed out", _c(r"batched_get_non_blocking timed out"),
          _const(Timeout(call="a read from LMCache's remote store", guard=LMCACHE_REMOTE))),
+    # The Mooncake store through LMCache's connector, on the prefill side (0.4.4 mooncakestore_connector.py:527/:560,
+    # 0.5.6 :743/:776/:811; 0.3.3 "Timeout when putting key … from mooncake store." :221): "Timeout during
+    # batch_put_from; some decoders may redo prefill.", "Timeout when putting key %s using put_from. Decode instance
+    # may redo prefill." — asyncio.wait_for(transfer_timeout, 1 s by default): the KV never reaches the store
+    Rule(Signal.LMCACHE_DEGRADED, "Timeout during batch_put_from", _c(r"Timeout during batch_put_from"),
+         _const(Timeout(call="a put to the Mooncake store", guard=LMCACHE_MOONCAKE))),
+    Rule(Signal.LMCACHE_DEGRADED, "Timeout when putting key", _c(r"Timeout when putting key \S+ (?:using|from)"),
+         _const(Timeout(call="a put to the Mooncake store", guard=LMCACHE_MOONCAKE))),
     # The scheduler polls a request's async lookup and gives up after lookup_timeout_ms: "Request %s is still
     # waiting for async lookup after %d seconds, returning 0 lmcache cached tokens so vllm can recompute"
     # (0.4.4 and 0.5.6 lmcache_async_lookup_client.py:179; the seconds are the limit, lookup_timeout_ms // 1000).
