@@ -94,8 +94,8 @@ def test_bare_traceback_with_chained_exception():
 def test_hard_wrapped_stats_line_is_joined():
     events, _ = scan(
         [
-            "2025-10-15T00:02:38.756689123Z (APIServer pid=1) INFO 10-14 17:02:38 [loggers.py:123] Engine 000: "
-            "Avg prompt throughput: 0.0 tokens/s, Avg generation throughpu",
+            ("2025-10-15T00:02:38.756689123Z (APIServer pid=1) INFO 10-14 17:02:38 [loggers.py:123] Engine 000: "
+            "Avg prompt throughput: 0.0 tokens/s, Avg generation throughpu"),
             "t: 843.6 tokens/s, Running: 38 reqs, Waiting: 0 reqs, GPU KV cache usage: 88.5%, Prefix cache hit rate: 42.4%",
         ]
     )
@@ -117,9 +117,9 @@ def test_unrelated_bare_line_after_a_long_line_is_not_joined():
 def test_v0_stats_with_swapped_and_cpu_kv():
     events, _ = scan(
         [
-            "INFO 06-16 21:24:20 metrics.py:341] Avg prompt throughput: 3737.0 tokens/s, Avg generation throughput: "
+            ("INFO 06-16 21:24:20 metrics.py:341] Avg prompt throughput: 3737.0 tokens/s, Avg generation throughput: "
             "8906.6 tokens/s, Running: 37 reqs, Swapped: 137 reqs, Pending: 9779 reqs, GPU KV cache usage: 76.6%, "
-            "CPU KV cache usage: 77.9%."
+            "CPU KV cache usage: 77.9%.")
         ]
     )
     assert only(events, Signal.STATS).data == Stats(3737.0, 8906.6, 37, 9779, 137, 76.6, 77.9)
@@ -128,9 +128,9 @@ def test_v0_stats_with_swapped_and_cpu_kv():
 def test_v1_stats_with_preemptions_and_device_name():
     events, _ = scan(
         [
-            "(APIServer pid=41) INFO 01-07 02:14:55 [loggers.py:335] Engine 000: Avg prompt throughput: 0.0 tokens/s, "
+            ("(APIServer pid=41) INFO 01-07 02:14:55 [loggers.py:335] Engine 000: Avg prompt throughput: 0.0 tokens/s, "
             "Avg generation throughput: 212.0 tokens/s, Running: 24 reqs, Waiting: 9 reqs, Preemptions: 3, "
-            "CUDA KV cache usage: 99.1%, Prefix cache hit rate: 40.2%"
+            "CUDA KV cache usage: 99.1%, Prefix cache hit rate: 40.2%")
         ]
     )
     data = only(events, Signal.STATS).data
@@ -140,20 +140,20 @@ def test_v1_stats_with_preemptions_and_device_name():
 def test_cuda_oom_numbers_in_bytes():
     events, _ = scan(
         [
-            "ERROR 04-01 23:46:56 [engine.py:160] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate "
+            ("ERROR 04-01 23:46:56 [engine.py:160] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate "
             "546.00 MiB. GPU 0 has a total capacity of 15.77 GiB of which 514.19 MiB is free. Process 562167 has "
             "15.25 GiB memory in use. Of the allocated memory 13.73 GiB is allocated by PyTorch, with 46.00 MiB "
-            "allocated in private pools (e.g., CUDA Graphs), and 736.86 MiB is reserved by PyTorch but unallocated."
+            "allocated in private pools (e.g., CUDA Graphs), and 736.86 MiB is reserved by PyTorch but unallocated.")
         ]
     )
     oom = only(events, Signal.CUDA_OOM).data
     assert oom == CudaOom(
-        tried=int(546 * 2**20),
+        tried=546 * 2**20,
         total=int(15.77 * 2**30),
         free=int(514.19 * 2**20),
         allocated=int(13.73 * 2**30),
         reserved_unallocated=int(736.86 * 2**20),
-        private_pools=int(46 * 2**20),
+        private_pools=46 * 2**20,
         process_in_use=int(15.25 * 2**30),
         device=0,
     )
@@ -162,8 +162,8 @@ def test_cuda_oom_numbers_in_bytes():
 def test_old_pytorch_oom_wording():
     events, _ = scan(
         [
-            "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 39.59 GiB total capacity; "
-            "30.00 GiB already allocated; 1.00 GiB free; 35.00 GiB reserved in total by PyTorch)"
+            ("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 39.59 GiB total capacity; "
+            "30.00 GiB already allocated; 1.00 GiB free; 35.00 GiB reserved in total by PyTorch)")
         ]
     )
     oom = only(events, Signal.CUDA_OOM).data
@@ -173,12 +173,12 @@ def test_old_pytorch_oom_wording():
 def test_nccl_watchdog_fields():
     events, _ = scan(
         [
-            "[rank2]:[E822 06:33:42.472676771 ProcessGroupNCCL.cpp:607] [Rank 2] Watchdog caught collective operation "
+            ("[rank2]:[E822 06:33:42.472676771 ProcessGroupNCCL.cpp:607] [Rank 2] Watchdog caught collective operation "
             "timeout: WorkNCCL(SeqNum=4554, OpType=GATHER, NumelIn=16032, NumelOut=0, Timeout(ms)=600000) ran for "
-            "600089 milliseconds before timing out.",
-            "[rank0]:[E822 06:33:42.48 ProcessGroupNCCL.cpp:1834] [PG ID 0 PG GUID 0(default_pg) Rank 0] Exception "
+            "600089 milliseconds before timing out."),
+            ("[rank0]:[E822 06:33:42.48 ProcessGroupNCCL.cpp:1834] [PG ID 0 PG GUID 0(default_pg) Rank 0] Exception "
             "(either an error or timeout) detected by watchdog at work: 4554, last enqueued NCCL work: 4555, "
-            "last completed NCCL work: 4553.",
+            "last completed NCCL work: 4553."),
         ]
     )
     assert only(events, Signal.NCCL_WATCHDOG_TIMEOUT).data == NcclWork(
@@ -191,13 +191,13 @@ def test_nccl_watchdog_fields():
 def test_prompt_lengths_from_request_log_crash_dump_and_errors():
     events, _ = scan(
         [
-            "(APIServer pid=1) INFO 10-22 09:41:12 [logger.py:41] Received request cmpl-1: prompt: 'hi there', "
-            "params: SamplingParams(n=1), prompt_token_ids: [1, 2, 3, 4, 5], prompt_embeds shape: None, lora_request: None.",
-            "ERROR 10-22 09:57:24 [dump_input.py:76] Dumping scheduler output for model execution: SchedulerOutput("
+            ("(APIServer pid=1) INFO 10-22 09:41:12 [logger.py:41] Received request cmpl-1: prompt: 'hi there', "
+            "params: SamplingParams(n=1), prompt_token_ids: [1, 2, 3, 4, 5], prompt_embeds shape: None, lora_request: None."),
+            ("ERROR 10-22 09:57:24 [dump_input.py:76] Dumping scheduler output for model execution: SchedulerOutput("
             "scheduled_new_reqs=[NewRequestData(req_id=a,prompt_token_ids_len=9000,num_computed_tokens=0), "
-            "NewRequestData(req_id=b,prompt_token_ids_len=12,num_computed_tokens=0)], total_num_scheduled_tokens=8192)",
-            "ERROR 10-22 09:58:00 [serving_chat.py:1] This model's maximum context length is 8192 tokens. However, "
-            "your prompt contains at least 9001 input tokens, which exceeds this limit even without any output tokens.",
+            "NewRequestData(req_id=b,prompt_token_ids_len=12,num_computed_tokens=0)], total_num_scheduled_tokens=8192)"),
+            ("ERROR 10-22 09:58:00 [serving_chat.py:1] This model's maximum context length is 8192 tokens. However, "
+            "your prompt contains at least 9001 input tokens, which exceeds this limit even without any output tokens."),
         ]
     )
     lengths = [e.data for e in events if e.signal is Signal.PROMPT_LENGTH]
@@ -213,9 +213,9 @@ def test_prompt_lengths_from_request_log_crash_dump_and_errors():
 def test_version_banner_and_parallel_config():
     events, _ = scan(
         [
-            "(EngineCore_0 pid=2211) INFO 05-02 09:14:10 [core.py:58] Initializing a V1 LLM engine (v0.8.5.post1) "
+            ("(EngineCore_0 pid=2211) INFO 05-02 09:14:10 [core.py:58] Initializing a V1 LLM engine (v0.8.5.post1) "
             "with config: model='meta-llama/Llama-3.1-8B-Instruct', tensor_parallel_size=2, pipeline_parallel_size=1, "
-            "enable_chunked_prefill=True, max_num_batched_tokens=8192",
+            "enable_chunked_prefill=True, max_num_batched_tokens=8192"),
         ]
     )
     assert only(events, Signal.VERSION).data == Version("0.8.5.post1", "V1")
@@ -263,9 +263,9 @@ def test_summary_tracks_each_process_last_line():
 def test_signals_inside_a_prompt_are_not_signals():
     events, _ = scan(
         [
-            "(APIServer pid=1) INFO 10-22 09:41:12 [logger.py:41] Received request cmpl-1: prompt: 'why do I see "
+            ("(APIServer pid=1) INFO 10-22 09:41:12 [logger.py:41] Received request cmpl-1: prompt: 'why do I see "
             "EngineCore encountered a fatal error and CUDA out of memory. Tried to allocate 2 GiB?', params: "
-            "SamplingParams(n=1), prompt_token_ids: [1, 2, 3, 4], lora_request: None."
+            "SamplingParams(n=1), prompt_token_ids: [1, 2, 3, 4], lora_request: None.")
         ]
     )
     assert [e.signal for e in events] == [Signal.REQUEST_RECEIVED, Signal.PROMPT_LENGTH]
@@ -411,3 +411,14 @@ def test_no_rule_literal_starts_another():
     from engdiag.logs.patterns import LITERALS
 
     assert [(a, b) for a in LITERALS for b in LITERALS if a != b and b.startswith(a)] == []
+
+
+def test_no_rule_literal_hides_another_from_a_character_or_two_before_it():
+    """The alternation finds the leftmost literal: one that is another's start behind a character or two (`` is
+    preempted`` before ``is preempted by``, `` timed out waiting for `` before ``imed out waiting for ``) matches first
+    wherever the other would, and consumes it."""
+    from engdiag.logs.patterns import LITERALS
+
+    hidden = [(a, b) for a in LITERALS for b in LITERALS if a != b
+              for cut in (1, 2) if len(a) > cut and b.startswith(a[cut:])]
+    assert hidden == []

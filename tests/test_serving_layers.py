@@ -277,3 +277,24 @@ def test_ray_serves_request_timeout_is_its_own_limit(tmp_path):
                                      "Request cmpl-1 timed out after 480 seconds without being sent. Freeing its "
                                      "blocks on the producer side.\n")
     assert mooncake.model.guard is None or mooncake.model.guard.owner != "Ray Serve"
+
+
+def test_a_probe_refused_after_the_server_served_is_a_server_that_exited(tmp_path):
+    """A hung or busy server's socket still accepts; a refused probe after serving finds no listener at all
+    (SkyServe's 'Error when probing replica … Connection refused', replica_managers.py:597). Before the server
+    served, the same refusal is a server still starting."""
+    probe = ("E 07-01 20:30:41 replica_managers.py:597] Error when probing replica 1 with url http://34.1.2.3:8000: "
+             "requests.exceptions.ConnectionError: HTTPConnectionPool(host='34.1.2.3', port=8000): Max retries "
+             "exceeded with url: /v1/models (Caused by NewConnectionError('<urllib3.connection.HTTPConnection object>: "
+             "Failed to establish a new connection: [Errno 111] Connection refused'))\n")
+    stats = ("(APIServer pid=1) INFO 07-01 20:30:30 [loggers.py:127] Engine 000: Avg prompt throughput: 1843.2 tokens/s, "
+             "Avg generation throughput: 412.5 tokens/s, Running: 24 reqs, Waiting: 0 reqs, GPU KV cache usage: 61.2%\n")
+    assert verdict_of(tmp_path, stats + probe).kind.value == "crashed"
+    assert verdict_of(tmp_path, probe).kind.value == "slow"
+
+
+def test_a_launchers_wait_in_lower_case_is_still_read(tmp_path):
+    """' timed out waiting for ' once hid the launcher-wait rule's 'imed out waiting for ' (the literal search
+    finds the leftmost literal): a launcher's 'timed out waiting for the vLLM server after 600s' is its limit."""
+    result = analysis_of(tmp_path, "ERROR: timed out waiting for the vLLM server after 600s\n")
+    assert result.model.guard is not None and result.model.guard.owner == "platform" and result.model.guard.limit_s == 600

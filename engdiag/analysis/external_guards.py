@@ -69,6 +69,17 @@ def external_guard(facts: Facts) -> Verdict | None:
         draft.cite(event, Role.ROOT_CAUSE, f"a start-up limit of {g.limit_s:g} s")
         draft.step(_LAUNCHER_STEP if g.owner == "platform" else _longer(g))
         return draft.cite_consequences(event).done()
+    if "connection refused" in event.text.lower() and facts.served_before(event):
+        # Refused at the TCP level after the server had served: nothing listens on its port any more.  A hung or
+        # busy server's listening socket still accepts (the kernel queues the connection), so its process is gone.
+        draft = Draft(facts, Kind.CRASHED, 0.5,
+                      f"crashed (likely): the {name} was refused after the server had served — nothing listens on "
+                      "its port any more, so the server process exited")
+        draft.cite(event, Role.ROOT_CAUSE, "connection refused: no listener, not a slow one")
+        draft.cite(facts.t.last_progress, Role.CONTEXT, "the last work before it")
+        draft.undecided = ("why the process exited: its own last lines (a traceback) or the kernel's (`dmesg -T`, an "
+                           "OOM kill)")
+        return draft.cite_consequences(event).done()
     working = [a for a in facts.model.activities if a.advancing or (a.startup and not facts.served_before(event))]
     if working:
         activity = working[-1]
@@ -82,8 +93,8 @@ def external_guard(facts: Facts) -> Verdict | None:
         return draft.cite_consequences(event).done()
     if client:
         return _client_gave_up(facts, event, name)
-    if g is not None and g.owner.startswith("platform") and "connection refused" in event.text.lower() \
-            and not facts.served_before(event):
+    if g is not None and (g.owner.startswith("platform") or g.owner == "SkyServe") \
+            and "connection refused" in event.text.lower() and not facts.served_before(event):
         # A probe refused at the TCP level found nothing listening: the server had not opened its port yet.
         # A hung server still accepts connections and answers late or with an error
         # (llmd-launcher-liveness-kill-slow-container-start: "dial tcp ...:8001: connect: connection refused").

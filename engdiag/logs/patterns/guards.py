@@ -256,6 +256,14 @@ GUARDS: tuple[Rule, ...] = (
         _c(r"Replica \S+ is not ready for too long and exceeding consecutive failure threshold"),
         _const(Timeout(call="readiness probe", limit_s=180.0, guard=SKY_PROBE)),
     ),
+    # the probe itself refused (replica_managers.py:597 "Error when probing replica N with url …: … Connection
+    # refused"): nothing listens — a server still starting, or one that has exited
+    Rule(
+        Signal.EXTERNAL_GUARD,
+        "Error when probing replica",
+        _c(r"Error when probing replica \S+ with url [^\n]*?(?:Connection refused|Failed to establish a new connection)"),
+        _const(Timeout(call="readiness probe (refused)", guard=SKY_PROBE)),
+    ),
     Rule(
         Signal.STARTUP_PHASE,
         "within initial delay seconds (",
@@ -320,7 +328,8 @@ GUARDS: tuple[Rule, ...] = (
     Rule(Signal.OPERATOR_STOP, "Received SIGTERM", _c(r"Received SIGTERM"), _const(Failure(name="SIGTERM"))),
     # SkyServe on a spot replica the cloud took back (sky/serve/replica_managers.py, 0.6.1 :810, 0.10.5 :1025):
     # "Replica 2 is preempted (status: INIT)." — a stop from outside, not the engine's fault
-    Rule(Signal.OPERATOR_STOP, " is preempted", _c(r"Replica \S+ is preempted"), _const(Failure(name=PREEMPTED))),
+    *(Rule(Signal.OPERATOR_STOP, literal, _c(r"Replica \S+ is preempted(?: \(status: \w+\))?\."),
+           _const(Failure(name=PREEMPTED))) for literal in ("is preempted.", "is preempted (status")),
     Rule(
         Signal.OPERATOR_STOP,
         "received signal=SIG",

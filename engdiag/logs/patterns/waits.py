@@ -425,7 +425,7 @@ WAITS: tuple[Rule, ...] = (
     ),
     Rule(
         Signal.COMM_TIMEOUT,
-        " timed out waiting for ",
+        "imed out waiting for ",  # the launcher-wait rule's literal: one that began a space earlier would hide it
         _c(r"Request \S+ timed out waiting for (?:input|chunk/input|a chunk) \((?:waited|stalled) > (?P<s>\d+(?:\.\d+)?)s\)"),
         lambda m, t: [Timeout(call="input from the stage before (vllm-omni)", limit_s=_f(m["s"]), guard=OMNI_INPUT)],
     ),
