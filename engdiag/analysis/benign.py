@@ -18,6 +18,8 @@ Domain facts encoded here (docs/verdicts.md, "Benign"):
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from engdiag.analysis.draft import Draft
 from engdiag.analysis.facts import Facts
 from engdiag.analysis.timeline import FATAL, is_progress
@@ -124,42 +126,62 @@ def exit_after_work(facts: Facts) -> Verdict | None:
     return draft.done()
 
 
-def template_timeout(facts: Facts) -> Verdict | None:
-    """The API server gave up rendering a request's chat template: a refused request, not an engine fault."""
-    refused = [e for e in facts.t.of(Signal.REQUEST_FAILED)
-               if isinstance(e.data, Timeout) and e.data.guard == CHAT_TEMPLATE]
-    if not refused or facts.t.of(*FATAL):
-        return None
-    limit = next((e.data.limit_s for e in refused if isinstance(e.data, Timeout) and e.data.limit_s), None)
-    within = f"{limit:g} s" if limit else "VLLM_CHAT_TEMPLATE_RENDER_TIMEOUT (30 s by default)"
-    draft = Draft(facts, Kind.HEALTHY, 0.6,
-                  f"healthy: the API server gave up rendering a request's chat template after {within} and refused "
-                  "that request; the engine never saw it")
-    draft.cite(refused[0], Role.ROOT_CAUSE, "a guard on one request in the API server, not on the engine")
-    draft.cite(facts.t.last_progress, Role.CONTEXT, "the engine's last work")
-    draft.undecided = ("which request: a very long conversation, or a template that loops on it (the access log's "
-                       "error responses at that time)")
-    draft.step("the render thread that timed out keeps running until the server restarts: if the API server's CPU "
-               "stays high, restart it")
-    draft.step("only for a trusted template and long conversations, raise VLLM_CHAT_TEMPLATE_RENDER_TIMEOUT (seconds) "
-               "on the server")
-    return draft.done()
+@dataclass(frozen=True)
+class _RefusedOperation:
+    """A guard in the API server on one operation that is not the engine's work: what is said when it fires."""
+
+    default: str
+    """The guard and its default, for a line that prints no limit."""
+    headline: str
+    """With ``{within}``: the limit, printed or default."""
+    why: str
+    undecided: str | None
+    steps: tuple[str, ...]
 
 
-def drain_timeout(facts: Facts) -> Verdict | None:
-    """An elastic-EP scale gave up waiting for running requests to finish: the scale was refused, not the engine."""
-    refused = [e for e in facts.t.of(Signal.REQUEST_FAILED) if isinstance(e.data, Timeout) and e.data.guard == EP_DRAIN]
-    if not refused or facts.t.of(*FATAL):
+_REFUSED = {
+    # vLLM 0.34 renderers/hf.py _render_with_timeout (tests/test_vllm_source_wordings.py)
+    CHAT_TEMPLATE: _RefusedOperation(
+        "VLLM_CHAT_TEMPLATE_RENDER_TIMEOUT (30 s by default)",
+        "healthy: the API server gave up rendering a request's chat template after {within} and refused that request; "
+        "the engine never saw it",
+        "a guard on one request in the API server, not on the engine",
+        "which request: a very long conversation, or a template that loops on it (the access log's error responses at "
+        "that time)",
+        (("the render thread that timed out keeps running until the server restarts: if the API server's CPU stays "
+         "high, restart it"),
+         ("only for a trusted template and long conversations, raise VLLM_CHAT_TEMPLATE_RENDER_TIMEOUT (seconds) on the "
+         "server"))),
+    # vLLM 0.11–0.34 v1/engine/async_llm.py, elastic_ep/api_router.py (tests/test_vllm_source_wordings.py)
+    EP_DRAIN: _RefusedOperation(
+        "drain_timeout (120 s by default)",
+        "healthy: an elastic-EP scale was refused after {within} because requests were still running; the engines went "
+        "on serving them",
+        "the scale's wait for running requests, not a guard on the engine",
+        None,
+        (("scale when the load is low, or give the scale longer: drain_timeout (seconds) in the POST /scale_elastic_ep "
+         "body, above the longest request's time"),)),
+}
+
+
+def refused_operation(facts: Facts) -> Verdict | None:
+    """The API server gave up on one operation that is not the engine's work (a request's chat template, an
+    elastic-EP scale's drain): that operation was refused; the engine served on."""
+    if facts.t.of(*FATAL):
         return None
-    limit = next((e.data.limit_s for e in refused if isinstance(e.data, Timeout) and e.data.limit_s), None)
-    within = f"{limit:g} s" if limit else "drain_timeout (120 s by default)"
-    draft = Draft(facts, Kind.HEALTHY, 0.6,
-                  f"healthy: an elastic-EP scale was refused after {within} because requests were still running; the "
-                  "engines went on serving them")
-    draft.cite(refused[0], Role.ROOT_CAUSE, "the scale's wait for running requests, not a guard on the engine")
+    refused = [(e, e.data) for e in facts.t.of(Signal.REQUEST_FAILED)
+               if isinstance(e.data, Timeout) and e.data.guard in _REFUSED]
+    if not refused:
+        return None
+    first, guard = refused[0][0], refused[0][1].guard or ""
+    known = _REFUSED[guard]
+    limit = next((t.limit_s for _, t in refused if t.guard == guard and t.limit_s), None)
+    draft = Draft(facts, Kind.HEALTHY, 0.6, known.headline.format(within=f"{limit:g} s" if limit else known.default))
+    draft.cite(first, Role.ROOT_CAUSE, known.why)
     draft.cite(facts.t.last_progress, Role.CONTEXT, "the engine's last work")
-    draft.step("scale when the load is low, or give the scale longer: drain_timeout (seconds) in the POST "
-               "/scale_elastic_ep body, above the longest request's time")
+    draft.undecided = known.undecided
+    for step in known.steps:
+        draft.step(step)
     return draft.done()
 
 

@@ -147,8 +147,7 @@ RULES: tuple[Callable[[Facts], Verdict | None], ...] = (
     phase_rules.long_generation,
     phase_rules.startup_stopped,
     kv_transfer.hold_expired,
-    benign.template_timeout,
-    benign.drain_timeout,
+    benign.refused_operation,
     lmcache.offload_skipped,
     benign.quiet,
 )

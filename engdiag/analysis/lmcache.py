@@ -36,6 +36,10 @@ def _guarded(events: list[Event], guard: str) -> list[Event]:
     return [e for e in events if isinstance(e.data, Timeout) and e.data.guard == guard]
 
 
+def _printed_limit(events: list[Event]) -> float | None:
+    return next((e.data.limit_s for e in events if isinstance(e.data, Timeout) and e.data.limit_s), None)
+
+
 def _fallbacks(facts: Facts) -> list[Event]:
     return [] if facts.t.of(*FATAL) else facts.t.of(Signal.LMCACHE_DEGRADED)
 
@@ -60,7 +64,7 @@ def slow_tier(facts: Facts) -> Verdict | None:
                           "if the store is healthy but the KV is large, raise transfer_timeout in LMCache's Mooncake "
                           "extra_config")
     if lookups := _guarded(events, LMCACHE_LOOKUP):
-        limit = next((e.data.limit_s for e in lookups if isinstance(e.data, Timeout) and e.data.limit_s), None)
+        limit = _printed_limit(lookups)
         within = f"{limit:g} s" if limit else "its lookup_timeout_ms (3000 ms by default)"
         return _slow_tier(facts, lookups, f"{plural(len(lookups), 'lookup')} of cached prefixes in LMCache took longer "
                           f"than {within}; vLLM recomputed those prompts instead of loading them",
@@ -68,7 +72,7 @@ def slow_tier(facts: Facts) -> Verdict | None:
                           "lose to the limit",
                           "if that tier is slow but working, raise lookup_timeout_ms in LMCache's config")
     if server := _guarded(events, LMCACHE_MP):
-        limit = next((e.data.limit_s for e in server if isinstance(e.data, Timeout) and e.data.limit_s), None)
+        limit = _printed_limit(server)
         within = f"within {limit:g} s (lmcache.mp.mq_timeout)" if limit else "within lmcache.mp.mq_timeout (300 s)"
         return _slow_tier(facts, server, f"LMCache's MP server did not answer {within}; vLLM marked it unhealthy and "
                           "serves without the cache until it answers again",
