@@ -281,33 +281,15 @@ GUARDS: tuple[Rule, ...] = (
     # Ray Serve's end-to-end request limit (http_options.request_timeout_s, none by default): its proxy's "Request
     # timed out after 300.0s." (2.44 proxy.py:717/:1028) and "Request {id} timed out after {t}s." (2.44 :1034, 2.60
     # replica.py:3365), answered 408
-    Rule(
-        Signal.EXTERNAL_GUARD,
-        "Request timed out after",
-        _c(r"Request (?:\S+ )?timed out after (?P<s>\d+(?:\.\d+)?) ?s\."),
-        lambda m, t: [Timeout(call="request (Ray Serve)", limit_s=_f(m["s"]), guard=RAY_SERVE_REQUEST)],
-    ),
-    Rule(
-        Signal.EXTERNAL_GUARD,
-        " timed out after ",
-        _c(r"Request \S+ timed out after (?P<s>\d+(?:\.\d+)?) ?s\."),
-        lambda m, t: [Timeout(call="request (Ray Serve)", limit_s=_f(m["s"]), guard=RAY_SERVE_REQUEST)],
-    ),
+    *(Rule(Signal.EXTERNAL_GUARD, literal, _c(r"Request (?:\S+ )?timed out after (?P<s>\d+(?:\.\d+)?) ?s\."),
+           lambda m, t: [Timeout(call="request (Ray Serve)", limit_s=_f(m["s"]), guard=RAY_SERVE_REQUEST)])
+      for literal in ("Request timed out after", " timed out after ")),
     # Ray Serve's client waiting for a deployment or an application it started (2.44 client.py:207/:245, 2.60
     # :252/:294): "Deployment 'LLMServer:qwen-7b' in application 'llm_app' did not become HEALTHY after 600s.",
     # "Application llm_app did not become RUNNING after 600s." — the caller's own start-up wait
-    Rule(
-        Signal.EXTERNAL_GUARD,
-        "did not become HEALTHY after",
-        _c(r"did not become (?:HEALTHY|RUNNING) after (?P<s>\d+(?:\.\d+)?) ?s"),
-        lambda m, t: [Timeout(call="server start-up", limit_s=_f(m["s"]), guard="platform")],
-    ),
-    Rule(
-        Signal.EXTERNAL_GUARD,
-        "did not become RUNNING after",
-        _c(r"did not become (?:HEALTHY|RUNNING) after (?P<s>\d+(?:\.\d+)?) ?s"),
-        lambda m, t: [Timeout(call="server start-up", limit_s=_f(m["s"]), guard="platform")],
-    ),
+    *(Rule(Signal.EXTERNAL_GUARD, literal, _c(r"did not become (?:HEALTHY|RUNNING) after (?P<s>\d+(?:\.\d+)?) ?s"),
+           lambda m, t: [Timeout(call="server start-up", limit_s=_f(m["s"]), guard="platform")])
+      for literal in ("did not become HEALTHY after", "did not become RUNNING after")),
     # Ray Serve's controller on replicas still in their constructor (2.44 deployment_state.py:2180, 2.60 :5698:
     # "… has N replicas that have taken more than 30s to initialize. This may be caused by a slow __init__ or
     # reconfigure method."): Ray Serve LLM's engine is loading; its own limit is far longer
