@@ -174,6 +174,23 @@ def test_a_spin_loop_inside_a_wait_is_not_progress():
     assert reports[0].threads[0].motion.value == "stuck"
 
 
+def test_a_forward_sampled_once_between_layers_is_still_compute():
+    # the Ray test's model loop (tests/programs/ray_job.py): py-spy caught the last sample on the loop's own
+    # line between two layer calls, a frame no rule knows; the thread was computing all along
+    def sample(inner: tuple[Frame, ...]) -> ThreadSample:
+        return ThreadSample(1, 7, "MainThread", True, True, inner + (f("execute_model", "ray_job.py", 61, "model(batch)"),))
+
+    layer = (f("forward", "torch/nn/modules/linear.py", 125, "return F.linear(input, self.weight, self.bias)"),)
+    call = (f("_call_impl", "torch/nn/modules/module.py", 1750),)
+    dumps = tuple(DumpResult(threads=(sample(inner),)) for inner in (layer, call, ()))
+    info = ProcessInfo(pid=5, ppid=None, name="python", cmdline=("ray::RayWorkerWrapper",), state="R", started=None,
+                       python=True)
+    reports, _ = assess([ProcessSamples(info, dumps)])
+    thread = reports[0].threads[0]
+    assert (thread.category, thread.motion.value) == (Category.COMPUTE, "moving"), thread
+    assert "sample 2 of 3" in thread.reason and thread.frames[0].filename.endswith("/ray_job.py")
+
+
 def test_a_helper_thread_moving_beside_a_stuck_collective_does_not_hide_the_hang():
     waiting = (f("all_reduce", "torch/distributed/distributed_c10d.py", 3252, "work.wait()"),)
     rank0 = _rank(31, 0, "n", waiting)

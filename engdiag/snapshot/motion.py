@@ -19,7 +19,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from engdiag.snapshot.frames import categorize, categorize_at
-from engdiag.snapshot.model import BLOCKING, IDLE_POLLING, CpuTimes, Motion, ThreadReport, ThreadSample
+from engdiag.snapshot.model import (
+    BLOCKING,
+    IDLE_POLLING,
+    Category,
+    CpuTimes,
+    Motion,
+    ThreadReport,
+    ThreadSample,
+)
 
 BUSY_CPU_SHARE = 0.2
 """CPU seconds per wall second above which an unchanged frame is working, not stuck."""
@@ -83,6 +91,16 @@ def _motion(history: list[ThreadSample], category, cpu_s: float | None, wall: fl
     return Motion.STUCK, None
 
 
+def _category(history: list[ThreadSample]) -> tuple[Category, str]:
+    """The category of the latest sample a rule recognised, so one sample caught between known frames
+    (a model loop's own line between two layer calls) does not erase what the thread was doing."""
+    for back, sample in enumerate(reversed(history)):
+        category, reason = categorize(sample.frames)
+        if category is not Category.UNKNOWN:
+            return category, reason if back == 0 else f"{reason} (in sample {len(history) - back} of {len(history)})"
+    return categorize(history[-1].frames)
+
+
 def threads_across(samples: Sequence[Sequence[ThreadSample]], cpu: Sequence[CpuTimes | None] = ()) -> tuple[ThreadReport, ...]:
     """One report per thread seen in any sample, ordered by first appearance.
 
@@ -98,7 +116,7 @@ def threads_across(samples: Sequence[Sequence[ThreadSample]], cpu: Sequence[CpuT
     reports = []
     for history in seen.values():
         last = history[-1]
-        category, reason = categorize(last.frames)
+        category, reason = _category(history)
         cpu_s = _thread_cpu(span, last.os_tid)
         motion, progress = _motion(history, category, cpu_s, wall)
         reports.append(
