@@ -123,7 +123,7 @@ ROWS: dict[tuple[Signal, str | None], GuardRow] = {
     # collectives and transfers
     (Signal.COMM_TIMEOUT, "gloo"): GuardRow(
         "{call} timeout", "PyTorch (gloo)", "a CPU-side collective between ranks",
-        "--cpu-distributed-timeout-seconds (0.22+)"),
+        "--cpu-distributed-timeout-seconds (0.22+)", call_default="gloo collective"),
     (Signal.COMM_TIMEOUT, ASCEND_TASK): GuardRow(
         "Ascend stream task timeout", "Ascend runtime", "a device stream's work, most often an HCCL collective",
         _HCCL_EXEC, unprinted=f"{_HCCL_EXEC} for collectives (1836 s default)"),
