@@ -55,6 +55,7 @@ ANOMALIES = FATAL | frozenset(
         Signal.KV_POOL_EXHAUSTED,
         Signal.KV_LEASE_EXPIRED,
         Signal.KV_READ_LATE,
+        Signal.KV_LOAD_FAILED,
         Signal.LMCACHE_DEGRADED,
     }
 )

@@ -100,6 +100,9 @@ class Signal(str, Enum):
     """The prefill side released KV blocks the decode side had not read before their lease expired."""
     KV_READ_LATE = "kv_read_late"
     """The decode side read KV blocks the prefill side no longer held: it came after their lease."""
+    KV_LOAD_FAILED = "kv_load_failed"
+    """A KV connector could not load requests' KV from the other instance (a failed handshake or transfer); the
+    engine recomputes those requests or fails them (kv_load_failure_policy) and serves on."""
     LMCACHE_DEGRADED = "lmcache_degraded"
     """LMCache fell back inside the engine: a store skipped (its CPU pool full), a remote read or lookup past its
     own limit, its MP server not answering; the request recomputes, the engine serves on."""

@@ -8,7 +8,7 @@ Each wording was read in the source of the release that prints it; the comment n
 from __future__ import annotations
 
 from engdiag.logs.events import Failure, Signal, Timeout
-from engdiag.logs.patterns.base import Rule, _c, _const, _i
+from engdiag.logs.patterns.base import Rule, _c, _const, _failure, _i
 
 NIXL_LEASE = "nixl-lease"
 """The guard of the KV blocks a prefill instance holds for its decode side (NixlConnector)."""
@@ -21,6 +21,15 @@ ASCEND_HOLD = "ascend-hold"
 (VLLM_NIXL_ABORT_REQUEST_TIMEOUT) but have no lease to configure."""
 MOONCAKE_LEASE = "mooncake-lease"
 """The MooncakeConnector's lease on those blocks, when leases are on (0.34: kv_lease_duration)."""
+
+KV_HANDSHAKE = "handshake"
+"""A KV connector's handshake with the other instance failed (``Failure.name`` of ``KV_LOAD_FAILED``)."""
+KV_TRANSFER_FAILED = "transfer"
+"""A KV read from the other instance failed after the handshake."""
+KV_REQUESTS_FAILED = "requests failed"
+"""The scheduler failed the requests whose KV did not load (kv_load_failure_policy=fail)."""
+KV_RECOMPUTED = "requests recomputed"
+"""The scheduler rescheduled them to compute their prompts here (kv_load_failure_policy=recompute)."""
 
 LMCACHE_CPU = "LMCache CPU pool"
 """LMCache's local CPU backend, the host-memory tier of the KV cache (max_local_cpu_size, 5 GB by default)."""
@@ -99,6 +108,28 @@ KV_TRANSFER: tuple[Rule, ...] = (
          _c(r"fail to receive KV Cache transfer done signal(?: in (?P<s>\d+)s)?"),
          lambda m, t: [Timeout(call="the KV blocks held for the decode side", limit_s=_i(m["s"]),
                                guard=LLMDD_HOLD if m["s"] else ASCEND_HOLD)]),
+    # A KV connector that could not load a request's KV from the other instance.  vLLM's NixlConnector from 0.14
+    # logs every failure one way, with the exception's traceback after it ("NIXL transfer failure: %s | Context:
+    # %s", nixl_connector.py:1191 in 0.14, nixl/base_worker.py:1454 in 0.34; the types: handshake_failed,
+    # handshake_setup_failed, push_(reg_)handshake_failed, transfer_failed, transfer_exception,
+    # transfer_setup_failed, notification_failed); 0.9–0.13 (and MoRIIO to 0.34) logger.exception "Handshake with
+    # %s failed" and 0.11–0.13 "Handshake failed for request %s, marking blocks as invalid" (vLLM issue 27083:
+    # an engine-ID mismatch, VLLM_NIXL_SIDE_CHANNEL_HOST unset; the decode node recomputed the prompts)
+    Rule(Signal.KV_LOAD_FAILED, "NIXL transfer failure: ", _c(r"NIXL transfer failure: \w*handshake\w*"),
+         _failure(KV_HANDSHAKE)),
+    Rule(Signal.KV_LOAD_FAILED, "NIXL transfer failure: ", _c(r"NIXL transfer failure: \w+"),
+         _failure(KV_TRANSFER_FAILED)),
+    Rule(Signal.KV_LOAD_FAILED, "Handshake with ", _c(r"Handshake with \S+ failed"), _failure(KV_HANDSHAKE)),
+    Rule(Signal.KV_LOAD_FAILED, "Handshake failed for request", _c(r"Handshake failed for request"),
+         _failure(KV_HANDSHAKE)),
+    # the scheduler, once a step reports the requests whose KV did not load (v1/core/sched/scheduler.py: 0.12
+    # recomputes them; from 0.14 kv_load_failure_policy decides, "recompute" by default in 0.14, "fail" in 0.34):
+    # "Failing %d request(s) due to KV load failure (failure_policy=fail, %d tokens affected). Request IDs: %s" /
+    # "Recovered from KV load failure: %d request(s) rescheduled (%d tokens affected)."
+    Rule(Signal.KV_LOAD_FAILED, "due to KV load failure", _c(r"Failing \d+ request\(s\) due to KV load failure"),
+         _const(Failure(name=KV_REQUESTS_FAILED))),
+    Rule(Signal.KV_LOAD_FAILED, "Recovered from KV load failure", _c(r"Recovered from KV load failure: \d+ request"),
+         _const(Failure(name=KV_RECOMPUTED))),
     Rule(Signal.KV_READ_LATE, "after their KV expired on P side", _c(r"were pulled after their KV expired on P side")),
     Rule(Signal.KV_READ_LATE, "Potentially invalid KV blocks",
          _c(r"Potentially invalid KV blocks for\s+unrecognized request")),
