@@ -298,3 +298,39 @@ def test_a_launchers_wait_in_lower_case_is_still_read(tmp_path):
     finds the leftmost literal): a launcher's 'timed out waiting for the vLLM server after 600s' is its limit."""
     result = analysis_of(tmp_path, "ERROR: timed out waiting for the vLLM server after 600s\n")
     assert result.model.guard is not None and result.model.guard.owner == "platform" and result.model.guard.limit_s == 600
+
+
+# llm-d's Go components (routing sidecar, endpoint picker) log with zap's production JSON encoder
+# (pkg/common/observability/logging/logger.go): level, ts (epoch seconds), caller, msg, the call's fields
+_ZAP_REFUSED = ('{"level": "error", "ts": 1751401841.120413, "caller": "proxy/proxy_helpers.go:144", "msg": "failed to '
+                'connect to vLLM decoder", "decoderURL": "http://localhost:8200", "error": "dial tcp [::1]:8200: connect: '
+                'connection refused"}')
+
+
+def test_a_zap_json_line_carries_its_level_time_caller_and_fields():
+    (piece,) = pieces(_ZAP_REFUSED, 1)
+    assert piece.shape is Shape.VLLM and piece.level == "ERROR" and piece.fileinfo == "proxy/proxy_helpers.go:144"
+    assert piece.stamp is not None and piece.stamp.calendar == 2025 and piece.stamp.second == 20 * 3600 + 30 * 60 + 41
+    assert piece.msg.startswith("failed to connect to vLLM decoder {") and "connection refused" in piece.msg
+    # zap's RFC 3339 time encoding (--zap-time-encoding=rfc3339), and a stack trace as lines of the same record
+    (iso, *trace) = pieces('{"level":"info","ts":"2025-07-01T20:30:41.120Z","msg":"ready","stacktrace":"main.run\\n\\t'
+                          'cmd/epp/main.go:42"}', 1)
+    assert iso.stamp is not None and iso.stamp.second == 20 * 3600 + 30 * 60 + 41 and iso.level == "INFO"
+    assert iso.msg == "ready" and [t.msg.strip() for t in trace] == ["main.run", "cmd/epp/main.go:42"]
+
+
+def test_llm_ds_sidecar_refused_by_vllm_is_an_exit_after_serving_and_undecided_alone(tmp_path):
+    alone = verdict_of(tmp_path, _ZAP_REFUSED + "\n")
+    assert alone.kind.value == "unknown" and "nothing listened on vLLM's port" in alone.headline
+    assert "start-up lines" in (alone.undecided or "")
+    stats = "".join("(APIServer pid=1) " + _STATS.format(s=s).replace("06-25 04:39", "07-01 20:30") for s in (10, 20))
+    served = verdict_of(tmp_path, stats + _ZAP_REFUSED + "\n")
+    assert served.kind.value == "crashed" and "llm-d routing sidecar was refused after the server had served" in \
+        served.headline
+
+
+def test_every_backend_reads_zap_lines_alike(tmp_path, monkeypatch):
+    stats = "".join("(APIServer pid=1) " + _STATS.format(s=s).replace("06-25 04:39", "07-01 20:30") for s in (10, 20))
+    path = tmp_path / "llmd.log"
+    path.write_text((stats + _ZAP_REFUSED + "\n" + "2025-07-01T20:30:42.1Z " + _ZAP_REFUSED + "\n") * 4)
+    _same_everywhere(path, monkeypatch, window_bytes=700)

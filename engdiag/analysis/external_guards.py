@@ -106,6 +106,16 @@ def external_guard(facts: Facts) -> Verdict | None:
                            "it listened")
         draft.step(STARTUP_PROBE)
         return draft.cite_consequences(event).done()
+    if "connection refused" in event.text.lower():
+        # Refused with nothing in the log to date it against serving: nothing listened on the port, which a server
+        # that exited and one not yet listening share (llm-d's sidecar: "failed to connect to vLLM decoder")
+        draft = Draft(facts, Kind.UNKNOWN, 0.35,
+                      f"unknown: the {name} was refused — nothing listened on vLLM's port: the server had exited, or "
+                      "had not opened it yet (a hung server still accepts connections)")
+        draft.cite(event, Role.ROOT_CAUSE, "connection refused: no listener")
+        draft.undecided = ("the vLLM server's own log at that time: a traceback or an exit (crashed), or start-up "
+                           "lines (still starting)")
+        return draft.cite_consequences(event).done()
     if _startup_limit(g) and not facts.served_before(event):
         # A start-up limit outside vLLM, nothing else in the excerpt: such limits are set by people who
         # guess a start-up time, while a first start downloads, loads, profiles, compiles and captures —

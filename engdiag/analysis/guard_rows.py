@@ -17,6 +17,7 @@ from engdiag.logs.patterns.guards import (
     DYNAMO_CANARY,
     DYNAMO_HEALTH,
     KSERVE_UPSTREAM,
+    LLMD_DECODER,
     OMNI_ORCHESTRATOR,
     RAY_SERVE_REQUEST,
     ROUTER_HEALTH,
@@ -162,6 +163,9 @@ ROWS: dict[tuple[Signal, str | None], GuardRow] = {
         "production-stack router health check", "production-stack router",
         "a backend answering a one-token request; on failure it leaves the routing table",
         "--static-backend-health-check-timeout-seconds", default_s=10.0),
+    (Signal.EXTERNAL_GUARD, LLMD_DECODER): GuardRow(
+        "llm-d routing sidecar", "llm-d", "a request proxied to the vLLM server in its pod (503 when it is refused)",
+        None, unprinted="none: a refused connection fails at once"),
     (Signal.EXTERNAL_GUARD, DYNAMO_CANARY): GuardRow(
         "Dynamo canary health check", "Dynamo",
         "an endpoint answering a canary request after it was idle; on failure it is marked not ready",

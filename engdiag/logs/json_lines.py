@@ -1,10 +1,13 @@
-"""vLLM's JSON log formatter (0.32+): one JSON object a line, read into the same pieces as the text format."""
+"""One JSON object a line, read into the same pieces as the text format: vLLM's JSON log formatter (0.32+) and
+zap's production encoder, which the Go components around vLLM log with (llm-d's routing sidecar and endpoint picker,
+controller-runtime operators)."""
 
 from __future__ import annotations
 
 import json
 import re
 from dataclasses import replace
+from datetime import datetime, timezone
 
 from engdiag.logs.events import Proc, Stamp
 from engdiag.logs.lines import ACCESS, Piece, Shape, make_stamp
@@ -37,13 +40,11 @@ def json_record(line: str, lineno: int, width: int) -> list[Piece]:
         record = json.loads(line)
     except ValueError:
         return []
-    if not isinstance(record, dict) or not isinstance(record.get("message"), str):
+    if not isinstance(record, dict):
         return []
-    stamp = None
-    when = re.match(r"(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)", str(record.get("asctime", "")))
-    if when is not None:
-        year, *rest = (int(g) for g in when.groups())
-        stamp = make_stamp(*rest, calendar=year)  # the formatter's asctime carries the year
+    if not isinstance(record.get("message"), str):
+        return _zap_record(record, lineno, width) if isinstance(record.get("msg"), str) else []
+    stamp = _stamp(str(record.get("asctime", "")))  # the formatter's asctime carries the year
     level = str(record.get("levelname", "INFO")).upper()
     name = str(record.get("processName") or "")
     pid = record.get("process")
@@ -59,3 +60,39 @@ def json_record(line: str, lineno: int, width: int) -> list[Piece]:
               width=width)
         for msg in (message + extra).split("\n")
     ]
+
+
+_ZAP_KEYS = ("level", "ts", "logger", "caller", "msg", "stacktrace")
+"""zap's production encoder's own keys (zapcore.NewProductionEncoderConfig); the rest are the call's fields."""
+
+
+def _stamp(text: str) -> Stamp | None:
+    when = re.match(r"(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)", text)
+    if when is None:
+        return None
+    year, *rest = (int(g) for g in when.groups())
+    return make_stamp(*rest, calendar=year)
+
+
+def _zap_record(record: dict, lineno: int, width: int) -> list[Piece]:
+    """zap's JSON line: ``level``, ``ts`` (epoch seconds, or RFC 3339 with ``--zap-time-encoding``), ``caller``
+    (``file.go:N``), ``msg``, the call's fields (logr's ``error`` among them) and ``stacktrace``.
+
+    The fields follow the message as zap's console encoder prints them (``msg {"error": "…"}``), so a rule reads
+    an error's words where the line carries them (llm-d's sidecar: ``failed to connect to vLLM decoder`` with
+    ``"error": "dial tcp [::1]:8200: connect: connection refused"``, pkg/sidecar/proxy/proxy_helpers.go:144).
+    """
+    ts = record.get("ts")
+    if isinstance(ts, (int, float)) and not isinstance(ts, bool) and 0 < ts < 1e11:
+        stamp = _stamp(datetime.fromtimestamp(ts, tz=timezone.utc).isoformat())
+    else:
+        stamp = _stamp(str(ts or ""))
+    fields = {key: value for key, value in record.items() if key not in _ZAP_KEYS}
+    message = record["msg"] + (f" {json.dumps(fields, ensure_ascii=False)}" if fields else "")
+    if isinstance(record.get("stacktrace"), str):
+        message += "\n" + record["stacktrace"]
+    caller = record.get("caller")
+    fileinfo = caller if isinstance(caller, str) and re.fullmatch(r"[\w./-]+:\d+", caller) else f"{record.get('logger', 'zap')}:0"
+    level = str(record.get("level", "info")).upper()
+    return [Piece(lineno=lineno, shape=Shape.VLLM, msg=msg, level=level, stamp=stamp, fileinfo=fileinfo, width=width)
+            for msg in message.split("\n")]

@@ -295,7 +295,7 @@ def pieces(line: str, lineno: int) -> list[Piece]:
     segments = [s for s in line.split("\r") if s.strip()] if "\r" in line else [line]
     if not segments:
         return [Piece(lineno=lineno, shape=Shape.BARE, msg="", width=width)]
-    if line[:2] == '{"' and '"levelname"' in line:
+    if line[:2] == '{"' and _json_logged(line):
         from engdiag.logs.json_lines import json_record  # only JSON-formatter logs pay for it
 
         found = json_record(line, lineno, width)
@@ -313,7 +313,7 @@ def pieces(line: str, lineno: int) -> list[Piece]:
         text, outer = _outer_prefix(text)
         if "|" in text and (match := _COMPOSE.match(text)) is not None:
             text = text[match.end() :]
-        if '"levelname"' in text and (found := _wrapped(text, lineno, width, kube_ts, outer)):
+        if _json_logged(text) and (found := _wrapped(text, lineno, width, kube_ts, outer)):
             out.extend(found)
             continue
         repeat = 1
@@ -356,6 +356,11 @@ def _outer_prefix(text: str) -> tuple[str, Stamp | None]:
         rest = text[match.end() :]
         return (rest.replace("\\|", "|") if match.re is _PLATFORM else rest), stamp
     return text, None
+
+
+def _json_logged(text: str) -> bool:
+    """A JSON logger's line: vLLM's formatter names the level ``levelname``, zap's message ``msg``."""
+    return '"levelname"' in text or '"msg"' in text
 
 
 def _wrapped(text: str, lineno: int, width: int, kube_ts: str | None, outer: Stamp | None) -> list[Piece]:

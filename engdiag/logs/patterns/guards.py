@@ -32,6 +32,8 @@ SKY_PROBE = "skyserve-probe"
 """SkyServe's readiness probe (timeout_seconds 15 s; 180 s of failures kills a replica that was ready)."""
 KSERVE_UPSTREAM = "kserve-upstream"
 """KServe's proxy waiting on its predictor (--predictor_request_timeout_seconds)."""
+LLMD_DECODER = "llmd-decoder"
+"""llm-d's routing sidecar proxying a request to the vLLM server beside it (a refused connection fails at once)."""
 OMNI_ORCHESTRATOR = "omni-orchestrator"
 """vllm-omni's orchestrator waiting for its stages to start (--init-timeout, 600 s; each stage's --stage-init-timeout)."""
 OMNI_WAITS_ON = "vllm-omni stages' start-up (a warning: it waits on)"
@@ -229,6 +231,16 @@ GUARDS: tuple[Rule, ...] = (
         "Health check timeout for",
         _c(r"Health check timeout for \S+"),
         _const(Timeout(call="canary health check", guard=DYNAMO_CANARY)),
+    ),
+    # llm-d's routing sidecar, in front of the vLLM server in its pod, when a proxied request's connection is refused
+    # (pkg/sidecar/proxy/proxy_helpers.go:144 HEAD, :111 v0.5.0; zap JSON: "msg": "failed to connect to vLLM
+    # decoder", "error": "dial tcp [::1]:8200: connect: connection refused"): nothing listens on vLLM's port — the
+    # server exited, or has not opened it yet; the client gets a 503
+    Rule(
+        Signal.EXTERNAL_GUARD,
+        "failed to connect to vLLM decoder",
+        _c(r"failed to connect to vLLM decoder"),
+        _const(Timeout(call="request proxied to vLLM (connection refused)", guard=LLMD_DECODER)),
     ),
     # vLLM production-stack's router probing each static backend with a one-token request (src/vllm_router/
     # service_discovery.py:265, utils.py is_model_healthy; --static-backend-health-check-timeout-seconds, 10 s):
