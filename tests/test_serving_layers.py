@@ -334,3 +334,29 @@ def test_every_backend_reads_zap_lines_alike(tmp_path, monkeypatch):
     path = tmp_path / "llmd.log"
     path.write_text((stats + _ZAP_REFUSED + "\n" + "2025-07-01T20:30:42.1Z " + _ZAP_REFUSED + "\n") * 4)
     _same_everywhere(path, monkeypatch, window_bytes=700)
+
+
+_LEASE_LOST = ("2025-06-25T04:39:41.120413Z ERROR dynamo_runtime::transports::etcd::lease: Unable to maintain lease. "
+               "Check etcd server status error=keep alive response received: lease expired or revoked\n")
+
+
+def test_a_dynamo_worker_that_lost_its_etcd_lease_was_stopped_from_outside(tmp_path):
+    """Dynamo cancels its runtime when the lease's keep-alive fails (lease.rs create_lease): the worker stops."""
+    stats = "".join(_REPLICA + _STATS.format(s=s) for s in (10, 20, 30))
+    verdict = verdict_of(tmp_path, stats + _LEASE_LOST + _REPLICA + "INFO 06-25 04:39:42 [launcher.py:80] Shutting "
+                                   "down FastAPI HTTP server.\n")
+    assert verdict.kind.value == "healthy" and "lost its etcd lease and shut the worker down" in verdict.headline
+    assert "etcdctl endpoint health" in steps_of(verdict)
+    # Dynamo 0.4.1 words the keep-alive's failure first: the same stop
+    old = verdict_of(tmp_path, stats + "2025-06-25T04:39:41.120413Z ERROR dynamo_runtime::transports::etcd::lease: "
+                                       "keep alive failed: keep alive response received: lease expired or revoked\n")
+    assert "lost its etcd lease" in old.headline
+
+
+def test_a_lease_lost_after_the_engine_failed_is_not_the_story(tmp_path):
+    stats = "".join(_REPLICA + _STATS.format(s=s) for s in (10, 20))
+    fault = (_REPLICA + "ERROR 06-25 04:39:35 [core.py:1101] EngineCore encountered a fatal error.\n" + _REPLICA
+             + "ERROR 06-25 04:39:35 [core.py:1101] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate "
+               "2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.12 GiB is free.\n")
+    verdict = verdict_of(tmp_path, stats + fault + _LEASE_LOST)
+    assert verdict.kind.value != "healthy", verdict.headline

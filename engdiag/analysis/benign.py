@@ -25,7 +25,7 @@ from engdiag.analysis.facts import Facts
 from engdiag.analysis.timeline import FATAL, is_progress
 from engdiag.analysis.verdict import Kind, Role, Verdict
 from engdiag.logs.events import Event, Failure, Peer, Progress, Signal, Stats, Timeout
-from engdiag.logs.patterns.guards import PREEMPTED
+from engdiag.logs.patterns.guards import DYNAMO_LEASE, PREEMPTED
 from engdiag.logs.patterns.progress import CHAT_TEMPLATE, EP_DRAIN
 from engdiag.logs.patterns.waits import STORE_LOST
 from engdiag.units import plural
@@ -59,6 +59,32 @@ def _stop(facts: Facts) -> Event | None:
     return found[0] if found else None
 
 
+@dataclass(frozen=True)
+class _Stop:
+    """A stop that came from outside the engine: what it was, and who can say why."""
+
+    headline: str
+    why: str
+    undecided: str
+    steps: tuple[tuple[str, str | None], ...] = ()
+
+
+_OPERATOR = _Stop("healthy: an operator stopped the server and it shut down; the errors after the stop are the shutdown, "
+                  "not a failure", "the stop was requested",
+                  "who sent the signal: the orchestrator's events (kubectl describe pod, systemd journal)")
+_OUTSIDE_STOPS = {
+    PREEMPTED: _Stop("healthy (for the engine): the cloud took the replica's spot machine back; what follows is the "
+                     "stop, not a failure of vLLM", "a spot preemption",
+                     "SkyServe's own view: `sky serve status` and `sky serve logs --controller` (spot capacity)"),
+    DYNAMO_LEASE: _Stop("healthy (for the engine): Dynamo's runtime lost its etcd lease and shut the worker down; what "
+                        "follows is the stop, not a failure of vLLM",
+                        "the lease was lost: etcd unreachable, or no keep-alive within the lease's TTL",
+                        "etcd's health at that time, and whether this worker's host stalled past the lease's TTL",
+                        (("check etcd is up and reachable from the worker's host (ETCD_ENDPOINTS)",
+                          "etcdctl endpoint health"),)),
+}
+
+
 def operator_stop(facts: Facts) -> Verdict | None:
     """Someone stopped the server before anything failed: what follows is the shutdown."""
     stop = _stop(facts)
@@ -83,21 +109,17 @@ def operator_stop(facts: Facts) -> Verdict | None:
             _SHUTDOWN_EXCEPTIONS
         ):
             return None
-    preempted = isinstance(stop.data, Failure) and stop.data.name == PREEMPTED
-    draft = Draft(facts, Kind.HEALTHY, 0.75,
-                  "healthy (for the engine): the cloud took the replica's spot machine back; what follows is the stop, "
-                  "not a failure of vLLM" if preempted else
-                  "healthy: an operator stopped the server and it shut down; the errors after the stop are the "
-                  "shutdown, not a failure")
-    draft.cite(stop, Role.ROOT_CAUSE, "a spot preemption" if preempted else "the stop was requested")
+    outside = _OUTSIDE_STOPS.get(stop.data.name if isinstance(stop.data, Failure) else None, _OPERATOR)
+    draft = Draft(facts, Kind.HEALTHY, 0.75, outside.headline)
+    draft.cite(stop, Role.ROOT_CAUSE, outside.why)
     drained = [e for e in after if e.signal is Signal.SHUTDOWN]
     draft.cite(drained[-1] if drained else None, Role.SUPPORTING, "the server finished shutting down")
     for event in [e for e in after if e.signal in FATAL][:3]:
         draft.cite(event, Role.CONSEQUENCE, "printed while the processes exit")
     draft.cite(facts.t.last_progress, Role.CONTEXT, "last work before the stop")
-    draft.undecided = ("SkyServe's own view: `sky serve status` and `sky serve logs --controller` (spot capacity)"
-                       if preempted else
-                       "who sent the signal: the orchestrator's events (kubectl describe pod, systemd journal)")
+    draft.undecided = outside.undecided
+    for text, command in outside.steps:
+        draft.step(text, command)
     return draft.done()
 
 

@@ -26,6 +26,8 @@ RAY_SERVE_REQUEST = "ray-serve-request"
 """Ray Serve's end-to-end limit on one request (http_options.request_timeout_s)."""
 PREEMPTED = "spot preemption"
 """The cloud taking a spot machine back: a stop from outside, like an operator's."""
+DYNAMO_LEASE = "Dynamo etcd lease lost"
+"""Dynamo's runtime losing its etcd lease and cancelling itself: the worker stops from outside the engine."""
 SKY_INITIAL = "skyserve-initial-delay"
 """SkyServe's wait for a new replica's first ready probe (service.readiness_probe.initial_delay_seconds, 1200 s)."""
 SKY_PROBE = "skyserve-probe"
@@ -324,6 +326,13 @@ GUARDS: tuple[Rule, ...] = (
     # "Replica 2 is preempted (status: INIT)." — a stop from outside, not the engine's fault
     *(Rule(Signal.OPERATOR_STOP, literal, _c(r"Replica \S+ is preempted(?: \(status: \w+\))?\."),
            _const(Failure(name=PREEMPTED))) for literal in ("is preempted.", "is preempted (status")),
+    # Dynamo's runtime when the keep-alive of its etcd lease fails (lib/runtime/src/transports/etcd/lease.rs,
+    # create_lease: tracing::error!("Unable to maintain lease. Check etcd server status"), then token.cancel() on the
+    # runtime's token, which shuts the worker down; 0.4.1's keep-alive says why first, "keep alive failed: keep alive
+    # response received: lease expired or revoked"; 1.6.1 prints "Unable to maintain lease - expired or revoked. …"):
+    # etcd was unreachable, or the process sent no keep-alive within the lease's TTL — a stop from the control plane
+    *(Rule(Signal.OPERATOR_STOP, literal, _c(r"Unable to maintain lease|keep alive failed: [^\n]*lease expired or revoked"),
+           _const(Failure(name=DYNAMO_LEASE))) for literal in ("Unable to maintain lease", "lease expired or revoked")),
     Rule(
         Signal.OPERATOR_STOP,
         "received signal=SIG",
