@@ -360,3 +360,36 @@ def test_a_lease_lost_after_the_engine_failed_is_not_the_story(tmp_path):
                "2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.12 GiB is free.\n")
     verdict = verdict_of(tmp_path, stats + fault + _LEASE_LOST)
     assert verdict.kind.value != "healthy", verdict.headline
+
+
+def _triton(second: int, message: str, level: str = "I") -> str:
+    """Triton's glog line without its bracket (core src/server.cc), message quoted."""
+    return f'{level}0625 04:{39 + second // 60:02d}:{second % 60:02d}.120413 1 server.cc:328] "{message}"\n'
+
+
+def test_tritons_stop_cut_off_by_its_exit_timeout_says_what_it_cut(tmp_path):
+    """InferenceServer::Stop counts down --exit-timeout-secs once a second; at 0, 'Exit timeout expired'."""
+    stats = "".join(_STATS.format(s=s) for s in (10, 20))
+    stop = (_triton(30, "Waiting for in-flight requests to complete.")
+            + "".join(_triton(31 + i, f"Timeout {30 - i}: Found 1 model versions that have in-flight inferences")
+                      for i in range(3))
+            + "error: exiting: Internal - Exit timeout expired. Exiting immediately.\n")
+    verdict = verdict_of(tmp_path, stats + stop)
+    assert verdict.kind.value == "healthy" and "Triton was stopped" in verdict.headline
+    assert "1 model version(s) still running inferences — those requests were cut off" in verdict.headline
+    assert "--exit-timeout-secs" in steps_of(verdict)
+    unloading = stop.replace("Found 1 model versions that have in-flight inferences",
+                             "Found 1 live models and 0 in-flight non-inference requests")
+    assert "1 model(s) still unloading" in verdict_of(tmp_path, stats + unloading).headline
+    # the expiry alone still names the stop and its guard; a stop that finished in time names no timeout
+    alone = verdict_of(tmp_path, stats + "error: exiting: Internal - Exit timeout expired. Exiting immediately.\n")
+    assert "exit timeout (--exit-timeout-secs) ran out" in alone.headline
+    clean = verdict_of(tmp_path, stats + _triton(30, "Waiting for in-flight requests to complete."))
+    assert clean.kind.value == "healthy" and "exit timeout" not in clean.headline
+
+
+def test_vllms_own_wait_before_sleeping_is_no_stop(tmp_path):
+    """vLLM 0.34's sleep mode logs 'Waiting for in-flight requests to complete before sleeping...' (core.py:1139)."""
+    sleep = "(EngineCore_DP0 pid=7) INFO 06-25 04:39:30 [core.py:1139] Waiting for in-flight requests to complete " \
+            "before sleeping...\n"
+    assert "stopped" not in verdict_of(tmp_path, _STATS.format(s=10) + sleep).headline

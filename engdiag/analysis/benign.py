@@ -25,7 +25,7 @@ from engdiag.analysis.facts import Facts
 from engdiag.analysis.timeline import FATAL, is_progress
 from engdiag.analysis.verdict import Kind, Role, Verdict
 from engdiag.logs.events import Event, Failure, Peer, Progress, Signal, Stats, Timeout
-from engdiag.logs.patterns.guards import DYNAMO_LEASE, PREEMPTED
+from engdiag.logs.patterns.guards import DYNAMO_LEASE, PREEMPTED, TRITON_COUNTDOWN, TRITON_EXIT, TRITON_STOP
 from engdiag.logs.patterns.progress import CHAT_TEMPLATE, EP_DRAIN
 from engdiag.logs.patterns.waits import STORE_LOST
 from engdiag.units import plural
@@ -52,16 +52,22 @@ def _is_stop_dump(event: Event) -> bool:
     return event.signal is Signal.STACK_DUMP and isinstance(event.data, Timeout) and event.data.is_stop_dump
 
 
+def _exit_expired(event: Event) -> bool:
+    return isinstance(event.data, Timeout) and event.data.guard == TRITON_EXIT
+
+
 def _stop(facts: Facts) -> Event | None:
     stops = facts.t.of(Signal.OPERATOR_STOP)
     dumps = [e for e in facts.t.of(Signal.STACK_DUMP) if _is_stop_dump(e)]
-    found = sorted([*stops, *dumps], key=facts.at)
+    expired = [e for e in facts.t.of(Signal.SHUTDOWN) if _exit_expired(e)]  # its own line, where the stop's is cut
+    found = sorted([*stops, *dumps, *expired], key=facts.at)
     return found[0] if found else None
 
 
 @dataclass(frozen=True)
 class _Stop:
-    """A stop that came from outside the engine: what it was, and who can say why."""
+    """A stop that came from outside the engine: what it was, and who can say why (``{exit}`` in the headline: what
+    Triton's exit timeout cut off, when it ran out)."""
 
     headline: str
     why: str
@@ -69,15 +75,19 @@ class _Stop:
     steps: tuple[tuple[str, str | None], ...] = ()
 
 
-_OPERATOR = _Stop("healthy: an operator stopped the server and it shut down; the errors after the stop are the shutdown, "
-                  "not a failure", "the stop was requested",
+_OPERATOR = _Stop("healthy: an operator stopped the server and it shut down{exit}; the errors after the stop are the "
+                  "shutdown, not a failure", "the stop was requested",
                   "who sent the signal: the orchestrator's events (kubectl describe pod, systemd journal)")
 _OUTSIDE_STOPS = {
-    PREEMPTED: _Stop("healthy (for the engine): the cloud took the replica's spot machine back; what follows is the "
-                     "stop, not a failure of vLLM", "a spot preemption",
+    PREEMPTED: _Stop("healthy (for the engine): the cloud took the replica's spot machine back{exit}; what follows is "
+                     "the stop, not a failure of vLLM", "a spot preemption",
                      "SkyServe's own view: `sky serve status` and `sky serve logs --controller` (spot capacity)"),
-    DYNAMO_LEASE: _Stop("healthy (for the engine): Dynamo's runtime lost its etcd lease and shut the worker down; what "
-                        "follows is the stop, not a failure of vLLM",
+    TRITON_STOP: _Stop("healthy: Triton was stopped and shut its models down{exit}; what follows is the stop, not a "
+                       "failure",
+                       "Triton began stopping: waiting for in-flight requests",
+                       "who stopped it: the orchestrator's events (kubectl describe pod), or Triton's own lines before"),
+    DYNAMO_LEASE: _Stop("healthy (for the engine): Dynamo's runtime lost its etcd lease and shut the worker down{exit}; "
+                        "what follows is the stop, not a failure of vLLM",
                         "the lease was lost: etcd unreachable, or no keep-alive within the lease's TTL",
                         "etcd's health at that time, and whether this worker's host stalled past the lease's TTL",
                         (("check etcd is up and reachable from the worker's host (ETCD_ENDPOINTS)",
@@ -110,7 +120,11 @@ def operator_stop(facts: Facts) -> Verdict | None:
         ):
             return None
     outside = _OUTSIDE_STOPS.get(stop.data.name if isinstance(stop.data, Failure) else None, _OPERATOR)
-    draft = Draft(facts, Kind.HEALTHY, 0.75, outside.headline)
+    if _exit_expired(stop):
+        outside = _OUTSIDE_STOPS[TRITON_STOP]
+    expired = next((e for e in [stop, *after] if e.signal is Signal.SHUTDOWN and _exit_expired(e)), None)
+    cut = _cut_off(facts, expired) if expired else ""
+    draft = Draft(facts, Kind.HEALTHY, 0.75, outside.headline.format(exit=cut))
     draft.cite(stop, Role.ROOT_CAUSE, outside.why)
     drained = [e for e in after if e.signal is Signal.SHUTDOWN]
     draft.cite(drained[-1] if drained else None, Role.SUPPORTING, "the server finished shutting down")
@@ -120,7 +134,25 @@ def operator_stop(facts: Facts) -> Verdict | None:
     draft.undecided = outside.undecided
     for text, command in outside.steps:
         draft.step(text, command)
+    if expired is not None:
+        draft.cite(expired, Role.SUPPORTING, "Triton's exit timeout ran out")
+        draft.step("give in-flight generations time to finish when Triton stops (longer than the longest generation), or "
+                   "drain traffic first: tritonserver --exit-timeout-secs=<seconds> (30 by default)")
     return draft.done()
+
+
+def _cut_off(facts: Facts, expired: Event) -> str:
+    """What Triton's exit timeout cut off: inferences still running, or a model (the vLLM engine) still unloading."""
+    counts = [found for e in facts.t.of(Signal.SHUTDOWN) if facts.at(e) <= facts.at(expired)
+              and (found := TRITON_COUNTDOWN.search(e.text)) is not None]
+    last = counts[-1] if counts else None
+    if last is not None and last["inflight"] and int(last["n"]) > 0:
+        what = f"with {last['n']} model version(s) still running inferences — those requests were cut off"
+    elif last is not None and last["requests"] is not None and int(last["n"]) > 0:
+        what = f"with {last['n']} model(s) still unloading — the vLLM engine's shutdown outlasted it"
+    else:
+        what = "before its in-flight inferences finished or its models unloaded"
+    return f", but its exit timeout (--exit-timeout-secs) ran out {what}"
 
 
 def exit_after_work(facts: Facts) -> Verdict | None:

@@ -28,6 +28,13 @@ PREEMPTED = "spot preemption"
 """The cloud taking a spot machine back: a stop from outside, like an operator's."""
 DYNAMO_LEASE = "Dynamo etcd lease lost"
 """Dynamo's runtime losing its etcd lease and cancelling itself: the worker stops from outside the engine."""
+TRITON_STOP = "Triton stopping"
+"""Triton's InferenceServer::Stop: a signal (or a failed start) stopping the server and its models."""
+TRITON_EXIT = "triton-exit"
+"""Triton's wait for in-flight inferences and model unloads at a stop (--exit-timeout-secs, 30 s)."""
+TRITON_COUNTDOWN = _c(r"Timeout (?P<left>\d+): Found (?P<n>\d+) (?:(?P<inflight>model versions that have in-flight "
+                      r"inferences)|live models and (?P<requests>\d+) in-flight non-inference requests)")
+"""Triton's once-a-second line while it stops: inferences still running, then models still unloading."""
 SKY_INITIAL = "skyserve-initial-delay"
 """SkyServe's wait for a new replica's first ready probe (service.readiness_probe.initial_delay_seconds, 1200 s)."""
 SKY_PROBE = "skyserve-probe"
@@ -333,6 +340,13 @@ GUARDS: tuple[Rule, ...] = (
     # etcd was unreachable, or the process sent no keep-alive within the lease's TTL — a stop from the control plane
     *(Rule(Signal.OPERATOR_STOP, literal, _c(r"Unable to maintain lease|keep alive failed: [^\n]*lease expired or revoked"),
            _const(Failure(name=DYNAMO_LEASE))) for literal in ("Unable to maintain lease", "lease expired or revoked")),
+    # Triton stopping (core src/server.cc InferenceServer::Stop, r24.06 :312 / HEAD :319): "Waiting for in-flight
+    # requests to complete.", then once a second "Timeout N: Found K model versions that have in-flight inferences"
+    # (then "... K live models and M in-flight non-inference requests" while models unload) and, when
+    # --exit-timeout-secs (30) runs out first, "Exit timeout expired. Exiting immediately." (:370 / :377).  vLLM's own
+    # "Waiting for in-flight requests to complete before sleeping..." (sleep mode, core.py) is not a stop.
+    Rule(Signal.OPERATOR_STOP, "Waiting for in-flight requests to complete",
+         _c(r"Waiting for in-flight requests to complete\.(?!\s*before)"), _const(Failure(name=TRITON_STOP))),
     Rule(
         Signal.OPERATOR_STOP,
         "received signal=SIG",
@@ -343,6 +357,10 @@ GUARDS: tuple[Rule, ...] = (
 )
 
 SHUTDOWN: tuple[Rule, ...] = (
+    *(Rule(Signal.SHUTDOWN, literal, TRITON_COUNTDOWN)
+      for literal in ("model versions that have in-flight inferences", "in-flight non-inference requests")),
+    Rule(Signal.SHUTDOWN, "Exit timeout expired", _c(r"Exit timeout expired\. Exiting immediately"),
+         _const(Timeout(call="Triton's stop", guard=TRITON_EXIT))),
     Rule(Signal.SHUTDOWN, "Shutting down FastAPI HTTP server", _c(r"Shutting down FastAPI HTTP server")),
     Rule(Signal.SHUTDOWN, "Application shutdown complete", _c(r"Application shutdown complete")),
     Rule(Signal.SHUTDOWN, "Gracefully stopping http server", _c(r"Gracefully stopping http server")),
