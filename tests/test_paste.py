@@ -209,8 +209,17 @@ CUT_AT_120_ONLY = [
 ]
 
 
+CUT_ONCE_AT_120 = [
+    # pastes of a few lines with one line longer than 120 columns: at 120 one row is cut, its rest below it.  NCCL's
+    # "- Init " | "COMPLETE" lost the two GPUs; a frame's "line 410, i" | "n _allocate_buffers" the allocation
+    "a6000-tp2-iommu-acs-stall",
+    "aiter-vskip-aperture-violation-deepseek-r1-mi300x",
+    "b12x-moe-static-workspace-oom",
+]
+
+
 @pytest.mark.parametrize(("name", "width"), [(name, width) for name in WRAPPING_CHANGED_THESE for width in (80, 120)]
-                         + [(name, 120) for name in CUT_AT_120_ONLY])
+                         + [(name, 120) for name in CUT_AT_120_ONLY + CUT_ONCE_AT_120])
 def test_a_paste_cut_at_a_fixed_width_gets_the_verdict_and_evidence_of_the_log_itself(cli, name, width):
     """Each cut line and the lines below it are one line again: the same verdict, citing the same text."""
     original = cli("analyze", "--json", str(CORPUS / name / "log.txt"))
@@ -243,6 +252,15 @@ def test_only_lines_cut_at_the_widest_width_with_their_rest_below_make_a_wrapped
     assert paste_of(f"{one}\nTraceback (most recent call last):\n{two}\n  File \"x\"\n".encode(), whole=True).wrap is None
     assert paste_of(b"y" * 50 + b"\nrest\n" + b"v" * 50 + b"\nrest\n", whole=True).wrap is None  # too narrow
     assert paste_of(f"{one}\nrest one\n{two[:-1]}\nrest two\n".encode(), whole=True).wrap is None  # one at the widest
+
+
+def test_one_row_cut_at_a_terminals_width_is_a_wrap_only_in_a_whole_paste():
+    """A paste of a few lines cut at 120 columns may have one long line; in a longer log one row exactly 120 wide
+    above a bare line is no evidence, and taking it for a cut would give up the log's bulk scan."""
+    row = "r" * 119 + " "
+    assert paste_of(f"short\n{row}\nits rest\nshort again\n".encode(), whole=True).wrap == 120
+    assert paste_of(f"short\n{row}\nits rest\nshort again\n".encode(), whole=False).wrap is None
+    assert paste_of(f"short\n{row[:-1]}xy\nits rest\n".encode(), whole=True).wrap is None  # 121: no terminal's width
 
 
 def test_a_long_line_printed_twice_or_lines_wider_than_any_terminal_are_no_wrap():
@@ -424,3 +442,11 @@ def test_polls_with_nothing_between_them_read_alike_double_spaced_or_wrapped(tmp
     path = tmp_path / "noisy.log"
     path.write_text(noisy)
     assert analyze([str(path)]).verdict.kind.value != "deadlocked"
+
+
+def test_a_natural_row_that_wide_above_a_tracebacks_last_line_is_no_cut():
+    code = "    raise RuntimeError(" + "x" * 96 + ")"
+    assert len(code) == 120
+    assert paste_of(f"Traceback (most recent call last):\n{code}\nRuntimeError: boom\n".encode(), whole=True).wrap is None
+    flat = "w" * 120
+    assert paste_of(f"{flat}\nRuntimeError: boom\n".encode(), whole=True).wrap is None

@@ -60,6 +60,9 @@ _WRAP_MAX_WIDTH = 400
 """Wider than a terminal or a paste box gets: equally long lines that wide are not a wrap."""
 _WRAP_MIN_LINES = 2
 """Different lines the head needs at exactly its widest width, most followed by their tails, to be taken as cut."""
+_WRAP_TERMINALS = frozenset({80, 100, 120, 132, 160, 200})
+"""The widths terminals and paste boxes cut at: a whole paste with one row exactly that wide and its rest below it
+is cut there (a6000-tp2-iommu-acs-stall wrapped at 120 columns: NCCL's ``… - Init `` | ``COMPLETE``)."""
 _WRAP_SPIKE = 10
 """A cut makes a spike: at least as many lines exactly at the width as in the ten characters below it."""
 _NOT_TAILS = ("Traceback", "  ", "\t", "File ")
@@ -130,7 +133,7 @@ def paste_of(head: bytes, whole: bool) -> Paste:
     if label:
         own = [line[m.end():] if (m := _LABEL_AT[label].match(line)) else line for line in own]
     text = [decode_line(line) for line in own]
-    wrap = _wrap_width(text)
+    wrap = _wrap_width(text, whole)
     return Paste(indent, _double_spaced(lines), wrap, _clock_skew(_rejoined(text, wrap)), label, _call_trace(own))
 
 
@@ -181,13 +184,21 @@ def _clock_skew(lines: list[str]) -> int | None:
     return skew if alone else None
 
 
-def _wrap_width(lines: list[str]) -> int | None:
+def _wrap_width(lines: list[str], whole: bool = False) -> int | None:
     """The width of the head's longest lines, when at least two different ones are exactly that wide (and no
     fewer than are a little narrower: a cut piles lines up at its width) and most of them are followed by a
-    bare line that does not start a traceback or a frame: the rest of a line cut there."""
+    bare line that does not start a traceback or a frame: the rest of a line cut there.
+
+    A whole paste (its head is all of it) cut at a terminal's width may show one such row only: a paste of a
+    few lines has few long ones.  A longer log keeps the stricter test, so that its bulk scan is never given up
+    for one line that happens to be that wide."""
     widest = max(map(len, lines), default=0)
     cut = [i for i, line in enumerate(lines[:-1]) if len(line) == widest]
-    if not _WRAP_MIN_WIDTH <= widest <= _WRAP_MAX_WIDTH or len({lines[i] for i in cut}) < _WRAP_MIN_LINES:
+    if not _WRAP_MIN_WIDTH <= widest <= _WRAP_MAX_WIDTH or not cut:
+        return None
+    if whole and widest in _WRAP_TERMINALS and len(cut) == 1:
+        return widest if _cut_once(lines[cut[0]], lines[cut[0] + 1]) else None
+    if len({lines[i] for i in cut}) < _WRAP_MIN_LINES:
         return None  # one line printed twice (lscpu's flags) is no cut
     if len(cut) < sum(widest - _WRAP_SPIKE <= len(line) < widest for line in lines):
         return None  # no spike at the widest width: lines of every length, a few as long as the longest
@@ -197,6 +208,18 @@ def _wrap_width(lines: list[str]) -> int | None:
         tails += (follower.shape is Shape.BARE and follower.proc is None and not follower.msg.startswith(_NOT_TAILS)
                   and not _OWN_HEADER.search(follower.msg))
     return widest if 2 * tails > len(cut) else None
+
+
+def _cut_once(row: str, below: str) -> bool:
+    """One row at a terminal's width, read as cut there: what follows is its rest (no header, process, traceback or
+    frame), the row is no indented code line and the rest no exception line — a natural line that wide above a
+    traceback's last line (``    raise …`` | ``RuntimeError: …``) is no cut."""
+    # only a short paste with one long row pays for importing the rules
+    from engdiag.logs.patterns.base import last_exception
+
+    follower = pieces(below, 0)[0]
+    return (follower.shape is Shape.BARE and follower.proc is None and not follower.msg.startswith(_NOT_TAILS)
+            and not _OWN_HEADER.search(follower.msg) and not row[:1].isspace() and last_exception(below) is None)
 
 
 def _rejoined(rows: list[str], wrap: int | None) -> list[str]:

@@ -83,9 +83,12 @@ STARTUP: tuple[Rule, ...] = (
     Rule(Signal.VERSION, "Dumping input data for V1", _c(r"Dumping input data for V1 LLM engine \((?P<v>[^)\s]+)\)"), _version("V1")),
     Rule(Signal.PARALLEL_CONFIG, "with config:", _c(r"with config:"), _config),
     Rule(Signal.PARALLEL_CONFIG, "non-default args", _c(r"non-default args: \{"), _config),
+    # NCCL's communicator lines name the ranks ("comm 0x… rank 0 nranks 2 cudaDev 0 … - Init START" / "- Init
+    # COMPLETE"): read from the words before the status, so a paste that wrapped the line before "COMPLETE" still
+    # shows two GPUs talking (a6000-tp2-iommu-acs-stall, wrapped at 120 columns)
     Rule(
         Signal.PARALLEL_CONFIG,
-        "Init COMPLETE",
+        " nranks ",
         _c(r"\brank (?P<rank>\d+) nranks (?P<n>\d+)\b"),
         lambda m, t: [ParallelConfig(nranks=int(m["n"]))],
     ),
