@@ -393,3 +393,22 @@ def test_vllms_own_wait_before_sleeping_is_no_stop(tmp_path):
     sleep = "(EngineCore_DP0 pid=7) INFO 06-25 04:39:30 [core.py:1139] Waiting for in-flight requests to complete " \
             "before sleeping...\n"
     assert "stopped" not in verdict_of(tmp_path, _STATS.format(s=10) + sleep).headline
+
+
+def test_ray_serves_replica_checks_that_failed_are_its_guards_and_a_proxys_is_not(tmp_path):
+    stats = "".join(_REPLICA + _STATS.format(s=s) for s in (10, 20, 30))
+    lines = {
+        _serve("WARNING", 41, f"Replica {_REPLICA_ID} failed the health check 3 times in a row, marking it unhealthy."):
+            "Ray Serve health check",
+        _REPLICA.rstrip() + " ERROR 2025-06-25 04:39:41,120 llm_app_LLMServer:qwen-32b rut1591v -- Healthcheck failed. "
+        "The replica will be restarted\n": "Ray Serve health check",
+        _REPLICA + "Traceback (most recent call last):\n" + _REPLICA + "RuntimeError: User event loop unresponsive: "
+        "probe failed 3 consecutive times (limit 3).\n": "Ray Serve user event-loop probe",
+    }
+    for line, guard in lines.items():
+        analysis = analysis_of(tmp_path, stats + line)
+        assert analysis.model.guard is not None and analysis.model.guard.name == guard, line
+        assert analysis.verdict.kind.value == "slow", analysis.verdict.headline  # serving advanced up to it
+    proxy = _serve("WARNING", 41, "Proxy SERVE_PROXY_ACTOR-2f3e failed the health check 3 times in a row, marking it "
+                                  "unhealthy.")
+    assert analysis_of(tmp_path, stats + proxy).model.guard is None

@@ -20,6 +20,7 @@ from engdiag.logs.patterns.guards import (
     LLMD_DECODER,
     OMNI_ORCHESTRATOR,
     RAY_SERVE_REQUEST,
+    RAY_USER_LOOP,
     ROUTER_HEALTH,
     SKY_INITIAL,
     SKY_PROBE,
@@ -148,6 +149,11 @@ ROWS: dict[tuple[Signal, str | None], GuardRow] = {
     (Signal.EXTERNAL_GUARD, RAY_SERVE_REQUEST): GuardRow(
         "Ray Serve request timeout", "Ray Serve", "one request from the proxy to its answer (408 when it runs out)",
         "http_options.request_timeout_s"),
+    (Signal.EXTERNAL_GUARD, RAY_USER_LOOP): GuardRow(
+        "Ray Serve user event-loop probe", "Ray Serve",
+        "the replica's event loop (where Ray Serve LLM runs vLLM's AsyncLLM) running a probe; three misses fail its "
+        "health check", "RAY_SERVE_USER_HEALTH_CHECK_PROBE_TIMEOUT_S / RAY_SERVE_USER_HEALTH_CHECK_PROBE_MAX_FAIL",
+        default_s=300.0),
     (Signal.EXTERNAL_GUARD, SKY_INITIAL): GuardRow(
         "SkyServe initial delay", "SkyServe", "a new replica's first ready probe after launch",
         "service.readiness_probe.initial_delay_seconds", default_s=1200.0,

@@ -43,6 +43,8 @@ KSERVE_UPSTREAM = "kserve-upstream"
 """KServe's proxy waiting on its predictor (--predictor_request_timeout_seconds)."""
 LLMD_DECODER = "llmd-decoder"
 """llm-d's routing sidecar proxying a request to the vLLM server beside it (a refused connection fails at once)."""
+RAY_USER_LOOP = "ray-serve-user-loop"
+"""Ray Serve 2.60's probe of a replica's own event loop (RAY_SERVE_USER_HEALTH_CHECK_PROBE_TIMEOUT_S 300 s, 3 fails)."""
 OMNI_ORCHESTRATOR = "omni-orchestrator"
 """vllm-omni's orchestrator waiting for its stages to start (--init-timeout, 600 s; each stage's --stage-init-timeout)."""
 OMNI_WAITS_ON = "vllm-omni stages' start-up (a warning: it waits on)"
@@ -316,6 +318,32 @@ GUARDS: tuple[Rule, ...] = (
     # reconfigure method."): Ray Serve LLM's engine is loading; its own limit is far longer
     Rule(Signal.STARTUP_PHASE, "s to initialize", _c(r"replicas? that ha(?:ve|s) taken more than \d+s to initialize"),
          _const(Phase("ray_serve_replica_initializing"))),
+    # Ray Serve's controller once a replica failed REPLICA_HEALTH_CHECK_UNHEALTHY_THRESHOLD (3) checks in a row
+    # (deployment_state.py:865 in 2.44.1, :1813 in 2.60.0): "Replica Replica(id=…) failed the health check 3 times in a
+    # row, marking it unhealthy." (a proxy's own checks read "Proxy … failed the health check …": not the engine)
+    Rule(
+        Signal.EXTERNAL_GUARD,
+        "times in a row, marking it unhealthy",
+        _c(r"Replica\b[^\n]*? failed the health check \d+ times in a row, marking it unhealthy"),
+        _const(Timeout(call="replica health check", guard="ray-serve-health")),
+    ),
+    # Ray Serve LLM's check_health on vLLM's engine (vllm_engine.py:554 in 2.44.1, asyncio.wait_for with 15 s; :913
+    # in 2.60.0, no limit: the engine's check_health raised): "Healthcheck failed. The replica will be restarted"
+    Rule(
+        Signal.EXTERNAL_GUARD,
+        "Healthcheck failed. The replica will be restarted",
+        _c(r"Healthcheck failed\. The replica will be restarted"),
+        _const(Timeout(call="Ray Serve LLM's engine health check", guard="ray-serve-health")),
+    ),
+    # Ray Serve 2.60's probe of the replica's user event loop, where Ray Serve LLM runs vLLM's AsyncLLM (replica.py
+    # :4140): "User event loop unresponsive: probe failed 3 consecutive times (limit 3)." — the loop did not run a
+    # probe within RAY_SERVE_USER_HEALTH_CHECK_PROBE_TIMEOUT_S (300 s) three times; the health check then fails
+    Rule(
+        Signal.EXTERNAL_GUARD,
+        "User event loop unresponsive",
+        _c(r"User event loop unresponsive: probe failed \d+ consecutive times"),
+        _const(Timeout(call="the replica's event loop", guard=RAY_USER_LOOP)),
+    ),
     Rule(
         Signal.EXTERNAL_GUARD,
         "failed health check, stopping it",
