@@ -253,9 +253,6 @@ NO_SIGNAL_IN_THE_LOG = {
     # Blind round 25, high: three ERROR records of a worker's Triton-Ascend compile banner flattened onto one line
     # (bishengir-compile does not know the chip 'Ascend910B4-1'); the exception the worker died of is past them.
     "ascend-910b4-1-triton-bishengir-target-unknown": "other",
-    # Blind round 26, low: Mooncake's Ascend transport failing to connect to the prefill node's segments (status
-    # 103900) and the connector's "Mooncake transfer failed"; which of two configuration changes fixed it is unknown.
-    "ascend-mooncake-connect-target-103900": "other",
     # Blind round 27, medium: a rank's TCPStore "Broken pipe" as its store's host went away; the worker that
     # died inside the vGPU layer first (HAMi 2.7.0, fine on 2.6.1) is in no line.
     "hami-vgpu-tp2-tcpstore-broken-pipe": "other",

@@ -74,3 +74,12 @@ def test_the_real_engine_id_mismatch_names_the_side_channel_host():
     verdict = json.loads(done.stdout)["verdict"]
     assert verdict["kind"] == "healthy" and "another engine answered" in verdict["headline"]
     assert any("VLLM_NIXL_SIDE_CHANNEL_HOST" in step["text"] for step in verdict["next_steps"])
+
+
+def test_vllm_ascends_mooncake_read_that_failed_is_the_same_request_level_failure(tmp_path):
+    # vllm-ascend 0.22 kv_p2p/mooncake_connector.py:816 (the request's blocks are then marked invalid for the scheduler)
+    line = ("ERROR 07-01 20:30:01 [mooncake_connector.py:816] Mooncake transfer failed for request. "
+            "remote_request_id=chatcmpl-7f3a2c9e, ret=-1. ")
+    verdict = verdict_of(tmp_path, _log(line))
+    assert verdict.kind.value == "healthy" and "a KV read from the other instance failed" in verdict.headline
+    assert "ASCEND_TRANSFER_TIMEOUT" in verdict.headline and "hccn_tool" in steps_of(verdict)

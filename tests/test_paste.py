@@ -210,9 +210,8 @@ CUT_AT_120_ONLY = [
 
 
 CUT_ONCE_AT_120 = [
-    # pastes of a few lines with one line longer than 120 columns: at 120 one row is cut, its rest below it.  NCCL's
-    # "- Init " | "COMPLETE" lost the two GPUs; a frame's "line 410, i" | "n _allocate_buffers" the allocation
-    "a6000-tp2-iommu-acs-stall",
+    # pastes of a few lines with one line longer than 120 columns: at 120 one row is cut, its rest below it.  ROCm's
+    # "…MEMORY_APERTURE_" | "VIOLATION" lost the fault; a frame's "line 410, i" | "n _allocate_buffers" the allocation
     "aiter-vskip-aperture-violation-deepseek-r1-mi300x",
     "b12x-moe-static-workspace-oom",
 ]
@@ -257,10 +256,15 @@ def test_only_lines_cut_at_the_widest_width_with_their_rest_below_make_a_wrapped
 def test_one_row_cut_at_a_terminals_width_is_a_wrap_only_in_a_whole_paste():
     """A paste of a few lines cut at 120 columns may have one long line; in a longer log one row exactly 120 wide
     above a bare line is no evidence, and taking it for a cut would give up the log's bulk scan."""
-    row = "r" * 119 + " "
-    assert paste_of(f"short\n{row}\nits rest\nshort again\n".encode(), whole=True).wrap == 120
-    assert paste_of(f"short\n{row}\nits rest\nshort again\n".encode(), whole=False).wrap is None
-    assert paste_of(f"short\n{row[:-1]}xy\nits rest\n".encode(), whole=True).wrap is None  # 121: no terminal's width
+    row = ":0:rocdevice.cpp :3675: 21394900 us:  Callback: Queue 0x7ee7b420 aborting with error : " \
+          "HSA_STATUS_ERROR_MEMORY_APERTURE_"
+    rest = "VIOLATION: The agent attempted to access memory beyond the largest legal address. code: 0x29"
+    assert len(row) == 120
+    assert paste_of(f"short\n{row}\n{rest}\nshort again\n".encode(), whole=True).wrap == 120
+    assert paste_of(f"short\n{row}\n{rest}\nshort again\n".encode(), whole=False).wrap is None
+    # joining must make what neither half is: a natural 80-column line above the shell's "Killed" makes nothing
+    natural = "INFO 01-23 07:34:26 gpu_executor.py:122] # GPU blocks: 11836, # CPU blocks: 4681"
+    assert len(natural) == 80 and paste_of(f"{natural}\nKilled\n".encode(), whole=True).wrap is None
 
 
 def test_a_long_line_printed_twice_or_lines_wider_than_any_terminal_are_no_wrap():
@@ -442,6 +446,14 @@ def test_polls_with_nothing_between_them_read_alike_double_spaced_or_wrapped(tmp
     path = tmp_path / "noisy.log"
     path.write_text(noisy)
     assert analyze([str(path)]).verdict.kind.value != "deadlocked"
+
+
+def test_a_wrapped_nccl_line_still_shows_two_gpus_talking(cli):
+    """a6000-tp2-iommu-acs-stall at 120 columns: the cut falls before "COMPLETE"; the ranks are read from the words
+    before it (' nranks 2'), so the multi-GPU stall keeps its reading."""
+    text = (CORPUS / "a6000-tp2-iommu-acs-stall" / "log.txt").read_text(encoding="utf-8")
+    pasted = cli("analyze", "--json", "-", input=_wrapped(text, 120).encode())
+    assert json.loads(pasted.stdout)["verdict"]["kind"] == "deadlocked"
 
 
 def test_a_natural_row_that_wide_above_a_tracebacks_last_line_is_no_cut():

@@ -62,6 +62,10 @@ _CAUSES = (
            "NIXL's transport could not load the other instance's metadata",
            "check the transport between the instances (UCX / RDMA devices, UCX_TLS, UCX_NET_DEVICES) and that this "
            "release supports the two instances' parallel layouts (different TP sizes, block sizes)"),
+    _Cause(re.compile(r"Mooncake transfer failed"),
+           "Mooncake's batch read returned an error (a link error, or ASCEND_TRANSFER_TIMEOUT, about 33 s, ran out)",
+           "check the links between the two instances' NPUs (hccn_tool -i N -link -g on each) and the other instance's "
+           "health; reads that were slow, not failing, get more time from ASCEND_TRANSFER_TIMEOUT"),
     _Cause(re.compile(r"Connection refused|No route to host|timed out"),
            "the other instance could not be reached",
            "check the other instance is up and reachable from this host{peer}"),
@@ -90,11 +94,11 @@ def load_failed(facts: Facts) -> Verdict | None:
             KV_TRANSFER_FAILED: "a KV read from the other instance failed"}.get(
         first.data.name if isinstance(first.data, Failure) else None, "requests' KV could not be loaded")
     cause = _cause(facts, first)
-    known = next((c for c in _CAUSES if cause and c.pattern.search(cause)), None)
+    known = next((c for c in _CAUSES if c.pattern.search(cause or first.text)), None)
     outcome = ("those requests failed (kv_load_failure_policy=fail)" if KV_REQUESTS_FAILED in names
                else "their prompts were recomputed here" if KV_RECOMPUTED in names
                else "those requests are recomputed here or failed (kv_load_failure_policy)")
-    because = f" — {known.why} ({cause[:100]})" if known and cause else f" ({cause[:100]})" if cause else ""
+    because = (f" — {known.why}" if known else "") + (f" ({cause[:100]})" if cause else "")
     draft = Draft(facts, Kind.HEALTHY, 0.55 if cause else 0.45,
                   f"healthy (for the engine): {what}{because}; {outcome} — nothing waits on it")
     draft.generic_steps = False

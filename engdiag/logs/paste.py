@@ -210,16 +210,25 @@ def _wrap_width(lines: list[str], whole: bool = False) -> int | None:
     return widest if 2 * tails > len(cut) else None
 
 
+_FRAME = re.compile(r'File "[^"\n]+", line \d+, in \w')
+"""A traceback frame's header, whole: a cut inside it (``line 410, i`` | ``n _allocate_buffers``) breaks it."""
+
+
 def _cut_once(row: str, below: str) -> bool:
-    """One row at a terminal's width, read as cut there: what follows is its rest (no header, process, traceback or
-    frame), the row is no indented code line and the rest no exception line — a natural line that wide above a
-    traceback's last line (``    raise …`` | ``RuntimeError: …``) is no cut."""
+    """One row at a terminal's width, read as cut there only when joining it to its rest makes what neither half
+    is: a rule's literal (``…MEMORY_APERTURE_`` | ``VIOLATION``) or a traceback frame's header.  A natural line that
+    wide above a short one (``… # CPU blocks: 4681`` at 80 columns, then the shell's ``Killed``) makes nothing."""
     # only a short paste with one long row pays for importing the rules
-    from engdiag.logs.patterns.base import last_exception
+    from engdiag.logs.patterns import LITERAL_PATTERN
 
     follower = pieces(below, 0)[0]
-    return (follower.shape is Shape.BARE and follower.proc is None and not follower.msg.startswith(_NOT_TAILS)
-            and not _OWN_HEADER.search(follower.msg) and not row[:1].isspace() and last_exception(below) is None)
+    rest = rest_of(below)
+    if follower.shape is not Shape.BARE or follower.proc is not None or rest is None or rest.startswith(_NOT_TAILS):
+        return False
+    joined = row + rest
+    made = {m.group() for m in LITERAL_PATTERN.finditer(joined)} - {m.group() for m in LITERAL_PATTERN.finditer(row)}
+    made -= {m.group() for m in LITERAL_PATTERN.finditer(rest)}
+    return bool(made) or (_FRAME.search(joined) is not None and _FRAME.search(row) is None)
 
 
 def _rejoined(rows: list[str], wrap: int | None) -> list[str]:

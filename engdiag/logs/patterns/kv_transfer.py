@@ -122,6 +122,13 @@ KV_TRANSFER: tuple[Rule, ...] = (
     Rule(Signal.KV_LOAD_FAILED, "Handshake with ", _c(r"Handshake with \S+ failed"), _failure(KV_HANDSHAKE)),
     Rule(Signal.KV_LOAD_FAILED, "Handshake failed for request", _c(r"Handshake failed for request"),
          _failure(KV_HANDSHAKE)),
+    # vllm-ascend's Mooncake connector on the decode side, when the transfer engine's batch read fails (ret < 0: a link
+    # error, or ASCEND_TRANSFER_TIMEOUT, about 33 s): 0.11 "Mooncake transfer failed for request %s" and the caller's
+    # "Failed to transfer KV cache for request %s: Mooncake transfer failed, ret: -1" (mooncake_connector.py:410/:329),
+    # 0.22 "Mooncake transfer failed for request. remote_request_id=%s, ret=%d." (kv_p2p/mooncake_connector.py:816),
+    # which marks the request's blocks invalid for vLLM's scheduler
+    Rule(Signal.KV_LOAD_FAILED, "Mooncake transfer failed", _c(r"Mooncake transfer failed(?: for request|, ret: -?\d+)"),
+         _failure(KV_TRANSFER_FAILED)),
     # the scheduler, once a step reports the requests whose KV did not load (v1/core/sched/scheduler.py: 0.12
     # recomputes them; from 0.14 kv_load_failure_policy decides, "recompute" by default in 0.14, "fail" in 0.34):
     # "Failing %d request(s) due to KV load failure (failure_policy=fail, %d tokens affected). Request IDs: %s" /
