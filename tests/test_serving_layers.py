@@ -412,3 +412,13 @@ def test_ray_serves_replica_checks_that_failed_are_its_guards_and_a_proxys_is_no
     proxy = _serve("WARNING", 41, "Proxy SERVE_PROXY_ACTOR-2f3e failed the health check 3 times in a row, marking it "
                                   "unhealthy.")
     assert analysis_of(tmp_path, stats + proxy).model.guard is None
+
+
+def test_a_zap_lines_request_fields_are_user_data_never_signals(tmp_path):
+    """A debug-level line with the client's request in it: its words are not the engine's."""
+    line = ('{"level": "debug", "ts": 1751401841.1, "caller": "handlers/request.go:90", "msg": "incoming request", '
+            '"requestBody": "CUDA out of memory. Tried to allocate 2.00 GiB", "prompt": "NCCL watchdog thread '
+            'terminated", "body": {"stop": ["RuntimeError: CUDA error"]}, "model": "qwen"}')
+    (piece,) = pieces(line, 1)
+    assert piece.msg == 'incoming request {"model": "qwen"}'
+    assert verdict_of(tmp_path, line + "\n").kind.value == "unknown"

@@ -64,6 +64,8 @@ def json_record(line: str, lineno: int, width: int) -> list[Piece]:
 
 _ZAP_KEYS = ("level", "ts", "logger", "caller", "msg", "stacktrace")
 """zap's production encoder's own keys (zapcore.NewProductionEncoderConfig); the rest are the call's fields."""
+_USER_DATA = re.compile(r"prompt|message|input|body|content|payload|request|text|query|completion", re.IGNORECASE)
+"""Fields that may hold what a client sent: user data, never read for signals (a request logged at debug level)."""
 
 
 def _stamp(text: str) -> Stamp | None:
@@ -81,13 +83,16 @@ def _zap_record(record: dict, lineno: int, width: int) -> list[Piece]:
     The fields follow the message as zap's console encoder prints them (``msg {"error": "…"}``), so a rule reads
     an error's words where the line carries them (llm-d's sidecar: ``failed to connect to vLLM decoder`` with
     ``"error": "dial tcp [::1]:8200: connect: connection refused"``, pkg/sidecar/proxy/proxy_helpers.go:144).
+    Fields that may carry a client's request (a prompt, a body, nested objects) are left out: user data is never a
+    signal.
     """
     ts = record.get("ts")
     if isinstance(ts, (int, float)) and not isinstance(ts, bool) and 0 < ts < 1e11:
         stamp = _stamp(datetime.fromtimestamp(ts, tz=timezone.utc).isoformat())
     else:
         stamp = _stamp(str(ts or ""))
-    fields = {key: value for key, value in record.items() if key not in _ZAP_KEYS}
+    fields = {key: value for key, value in record.items() if key not in _ZAP_KEYS and not _USER_DATA.search(key)
+              and not isinstance(value, (dict, list))}
     message = record["msg"] + (f" {json.dumps(fields, ensure_ascii=False)}" if fields else "")
     if isinstance(record.get("stacktrace"), str):
         message += "\n" + record["stacktrace"]
