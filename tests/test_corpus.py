@@ -339,8 +339,9 @@ NOT_A_VLLM_LOG = {
 
 
 def test_corpus_is_complete():
-    # 55 from ../shared/corpus + 25 + the cases collected blind in 31 rounds (HELDOUT.md)
-    assert len(CASES) == 743
+    # 55 from ../shared/corpus + 25 + the cases collected blind in 31 rounds (HELDOUT.md) + one found at stop 24
+    # while reading NIXL's failure lines (dynamo-pd-xpu-decode-nixl-telemetry-transfer-exception)
+    assert len(CASES) == 744
     for case in CASES:
         meta = json.loads((case / "case.json").read_text())
         assert meta["source"].startswith("https://")

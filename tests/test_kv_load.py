@@ -83,3 +83,27 @@ def test_vllm_ascends_mooncake_read_that_failed_is_the_same_request_level_failur
     verdict = verdict_of(tmp_path, _log(line))
     assert verdict.kind.value == "healthy" and "a KV read from the other instance failed" in verdict.headline
     assert "ASCEND_TRANSFER_TIMEOUT" in verdict.headline and "hccn_tool" in steps_of(verdict)
+
+
+def test_a_transfer_counted_failed_for_want_of_nixls_telemetry_names_the_fix(tmp_path):
+    """vllm PR 57403: a backend without telemetry hands back None; record_transfer(None) raises AttributeError inside
+    the DONE branch and the finished transfer is marked failed (every request, nixl issue 2266)."""
+    failure = ("ERROR 07-30 15:51:33 [base_worker.py:2123] NIXL transfer failure: transfer_exception. Marking blocks "
+               "as invalid " + CONTEXT.replace("handshake_failed", "transfer_exception"))
+    trace = ("Traceback (most recent call last):",
+             ('  File "/opt/venv/lib/python3.12/site-packages/vllm/distributed/kv_transfer/kv_connector/v1/nixl/'
+             'base_worker.py", line 3016, in _pop_done_transfers'),
+             "    self.xfer_stats.record_transfer(res)",
+             "AttributeError: 'NoneType' object has no attribute 'xferDuration'")
+    verdict = verdict_of(tmp_path, _log(failure, *trace))
+    assert verdict.kind.value == "healthy" and "reading NIXL's telemetry for it raised" in verdict.headline
+    assert "NIXL_TELEMETRY_ENABLE=1" in steps_of(verdict)
+
+
+def test_the_real_telemetry_failure_is_an_alive_engine_with_its_transfer_failed():
+    # ai-dynamo/dynamo issue 12952: the head of the decode instance's log, the traceback cut after its first line
+    done = run_engdiag("analyze", "--json", str(CORPUS / "dynamo-pd-xpu-decode-nixl-telemetry-transfer-exception"
+                                                 / "log.txt"))
+    verdict = json.loads(done.stdout)["verdict"]
+    assert verdict["kind"] == "healthy" and "a KV read from the other instance failed" in verdict["headline"]
+    assert any("why the transfer failed" in step["text"] for step in verdict["next_steps"])

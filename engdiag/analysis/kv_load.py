@@ -62,6 +62,11 @@ _CAUSES = (
            "NIXL's transport could not load the other instance's metadata",
            "check the transport between the instances (UCX / RDMA devices, UCX_TLS, UCX_NET_DEVICES) and that this "
            "release supports the two instances' parallel layouts (different TP sizes, block sizes)"),
+    _Cause(re.compile(r"nixlNoTelemetryError|xferDuration|[Tt]elemetry is (?:not enabled|disabled)"),
+           "the transfer had finished, but reading NIXL's telemetry for it raised, so vLLM counted it failed",
+           "a NIXL build or backend without transfer telemetry fails every transfer this way (nixl issue 2266, "
+           "dynamo issue 12952): run a vLLM or NIXL with the fix (vllm PR 58038, nixl PR 2271; Dynamo moved to NIXL "
+           "1.3.2), or enable telemetry where the build has it (NIXL_TELEMETRY_ENABLE=1)"),
     _Cause(re.compile(r"Mooncake transfer failed"),
            "Mooncake's batch read returned an error (a link error, or ASCEND_TRANSFER_TIMEOUT, about 33 s, ran out)",
            "check the links between the two instances' NPUs (hccn_tool -i N -link -g on each) and the other instance's "
@@ -114,8 +119,10 @@ def load_failed(facts: Facts) -> Verdict | None:
     where = f" (from this host: nc -zv {peer['host']} {peer['port']})" if peer else ""
     if known:
         draft.step(known.fix.format(peer=where))
-    elif first.data.name in (KV_HANDSHAKE, KV_TRANSFER_FAILED) if isinstance(first.data, Failure) else False:
+    elif isinstance(first.data, Failure) and first.data.name == KV_HANDSHAKE:
         draft.step("read the traceback after the failure line: it says why the other instance could not be reached")
+    elif isinstance(first.data, Failure) and first.data.name == KV_TRANSFER_FAILED:
+        draft.step("read the traceback after the failure line: it says why the transfer failed")
     else:
         draft.step("the KV connector's lines before this one say why the KV did not load (its 'NIXL transfer failure' "
                    "or 'Handshake' lines, on this instance's workers)")
