@@ -22,7 +22,7 @@ from typing import BinaryIO, Protocol
 from engdiag.logs.bulk import bulk_scan
 from engdiag.logs.clock import Clock, base_years
 from engdiag.logs.counting import Count
-from engdiag.logs.engines import active_backend
+from engdiag.logs.engines import active_backend, prepare
 from engdiag.logs.events import Event, Signal, Stamp
 from engdiag.logs.inputs import LogInput, count_lines, expand, file_size, is_plain, open_input, read_lines
 from engdiag.logs.lines import first_stamp
@@ -301,10 +301,12 @@ def scan_parallel(
         return None
     bounds = [0, *points]
     ends: list[int | None] = [*points, None]
+    backend = active_backend()
     parts = [
-        _Range(log.path, log.name, index, base_year, show_prompts, s, e, collector, active_backend())
+        _Range(log.path, log.name, index, base_year, show_prompts, s, e, collector, backend)
         for s, e in zip(bounds, ends, strict=True)
     ]
+    prepare(backend)
     return _join(_scan_ranges(parts))
 
 
