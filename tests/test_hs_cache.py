@@ -137,6 +137,15 @@ def test_a_failed_write_leaves_the_old_file_whole_and_no_temporary(folder, monke
     assert [path.name for path in folder.iterdir()] == ["t.hsdb"]
 
 
+def test_a_database_that_cannot_be_kept_is_still_used(folder, monkeypatch):
+    def refuse(*_args):
+        raise hyperscan.error("cannot serialise")
+
+    monkeypatch.setattr(hyperscan, "dumpb", refuse)
+    assert _matches(hscache.compiled("t", EXPRESSIONS, IDS, FLAGS)) == _expected()
+    assert not folder.exists() or not any(folder.iterdir())
+
+
 def test_where_the_cache_is(monkeypatch, tmp_path):
     monkeypatch.setenv(hscache.ENV, str(tmp_path / "explicit"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))

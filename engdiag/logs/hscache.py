@@ -134,5 +134,9 @@ def compiled(name: str, expressions: list[bytes], ids: list[int], flags: list[in
     database = hyperscan.Database(mode=mode)
     database.compile(expressions=expressions, ids=ids, flags=flags)
     if path is not None:
-        _write(path, _encode(key, hyperscan.dumpb(database)))
+        try:
+            blob = hyperscan.dumpb(database)
+        except Exception:  # noqa: BLE001 - a database that cannot be kept is still used
+            return database
+        _write(path, _encode(key, blob))
     return database
