@@ -50,4 +50,32 @@ for _module in (analyze, snapshot, recommend, watch):
 
 def main() -> None:
     """Console-script entry point."""
-    app()
+    try:
+        app()
+    except SystemExit as done:
+        exit_now(done.code)
+        raise
+
+
+def exit_now(code: object) -> None:
+    """End the process with ``code`` (a ``SystemExit``'s) without the interpreter's teardown of every module and
+    object (~10 ms of an ``analyze`` run, after its answer is written), when nothing needs that teardown: no
+    other thread, no exit handler, an exit status (not a message) and standard streams that flush.  Otherwise
+    return, and the process ends the usual way."""
+    import atexit
+    import os
+    import sys
+    import threading
+
+    pending = getattr(atexit, "_ncallbacks", None)
+    if threading.active_count() != 1 or pending is None or pending() != 0:
+        return
+    if code is not None and not isinstance(code, int):
+        return
+    try:
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:  # None: closed when the process started (``>&-``)
+                stream.flush()
+    except (OSError, ValueError):
+        return  # the usual way reports it, as it always did
+    os._exit(code or 0)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -25,6 +28,10 @@ settings.register_profile(
     print_blob=True,
 )
 settings.load_profile("ci")
+
+_CACHE = tempfile.mkdtemp(prefix="engdiag-test-cache-")
+os.environ["ENGDIAG_CACHE_DIR"] = _CACHE  # hyperscan databases kept here (engdiag.logs.hscache), not in a home
+atexit.register(shutil.rmtree, _CACHE, True)
 
 
 @pytest.fixture(autouse=True)

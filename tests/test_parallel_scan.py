@@ -128,17 +128,45 @@ def test_an_error_in_any_range_is_raised_and_no_child_is_left_behind(tmp_path, m
         os.waitpid(-1, os.WNOHANG)
 
 
+def test_idle_runs_once_here_after_the_first_range_and_an_error_in_it_reaps_the_children(tmp_path, monkeypatch):
+    """``read_logs``' ``idle`` (what the caller needs after the scan) runs in this process once its own range is
+    scanned, before the children's results are read, once for all inputs; raising there kills and reaps them."""
+    import os
+
+    from engdiag.logs import source
+    from engdiag.logs.source import read_logs
+
+    path = write_log(tmp_path / "busy.log", list(synth.incident("deadlock", minutes=6)))
+    monkeypatch.setattr(source, "PARALLEL_MIN_BYTES", 0)
+    calls: list[int] = []
+    scan_range = source._scan_range
+    monkeypatch.setattr(source, "_scan_range", lambda part: (calls.append(-1), scan_range(part))[1])
+    builder, _ = read_logs([str(path), str(path)], TimelineBuilder, jobs=3, idle=lambda: calls.append(os.getpid()))
+    assert calls == [-1, os.getpid(), -1], "the first range here, then idle, once: the second input's none"
+    reference, _ = read_logs([str(path), str(path)], TimelineBuilder, jobs=1)
+    assert builder.build([]).events == reference.build([]).events
+
+    def broken() -> None:
+        raise ValueError("broken idle work")
+
+    with pytest.raises(ValueError, match="broken idle"):
+        read_logs([str(path)], TimelineBuilder, jobs=3, idle=broken)
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)
+
+
 @pytest.mark.parametrize("parts", [2, 3, 5, 8])
-def test_later_ranges_are_shorter_by_the_lines_they_count_first(parts):
-    """Every range but the first counts the lines before it before it scans: the cut targets give it less."""
+def test_ranges_are_shorter_by_their_other_work(parts):
+    """Every range but the first counts the lines before it before it scans, the first one's process imports what
+    follows the scan while the others finish: the cut targets give each less by that (two ranges: halves)."""
     from itertools import pairwise
 
-    from engdiag.logs.split import targets
+    from engdiag.logs.split import FIRST_SHARE, targets
 
     size = 1 << 30
     cuts = [0, *targets(size, parts), size]
     lengths = [b - a for a, b in pairwise(cuts)]
-    assert len(lengths) == parts and all(a > b > 0 for a, b in pairwise(lengths)), lengths
-    assert 1 < cuts[1] / (size / parts) < 1.5
+    assert len(lengths) == parts and all(a > b > 0 for a, b in pairwise(lengths[1:])), lengths
+    assert lengths[0] < lengths[1] / (1 - FIRST_SHARE) < lengths[0] * 1.5
     if parts == 2:
-        assert 0.51 < cuts[1] / size < 0.53
+        assert abs(cuts[1] / size - 0.5) < 0.01

@@ -68,6 +68,13 @@ def frame_incident(timeline: Timeline) -> Incident:
     return Incident(progress, anomaly, fatal, gap)
 
 
+def _import_judges() -> None:
+    """Import what judges the timeline (~14 ms) after the scan, never before: the forked byte ranges never need
+    it, and this process imports it while they finish (``read_logs``' ``idle``)."""
+    import engdiag.analysis.classify  # noqa: F401
+    import engdiag.analysis.facts  # noqa: F401
+
+
 def analyze(
     paths: list[str],
     *,
@@ -84,10 +91,10 @@ def analyze(
     receives its one-line remarks for the user.
     """
     builder, read = read_logs(
-        paths, TimelineBuilder, show_prompts=show_prompts, progress=progress, jobs=jobs, window=window, note=note
+        paths, TimelineBuilder, show_prompts=show_prompts, progress=progress, jobs=jobs, window=window, note=note,
+        idle=_import_judges,
     )
     assert isinstance(builder, TimelineBuilder)
-    # imported after the scan (~12 ms): the forked ranges never need it
     from engdiag.analysis.classify import judge
     from engdiag.analysis.facts import Facts
 

@@ -13,20 +13,16 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from engdiag.logs import windowscan
+from engdiag.logs import hscache, windowscan
 from engdiag.logs.hotbulk import MIN_BYTES
 
 
 @lru_cache(maxsize=1)
 def _databases():  # -> tuple[hyperscan.Database, hyperscan.Database] | None
     try:
-        import hyperscan
-
         found = []
-        for patterns in (windowscan.CUES, list(windowscan.COLOUR_CODES)):
-            database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-            database.compile(expressions=patterns, ids=list(range(len(patterns))), flags=[0] * len(patterns))
-            found.append(database)
+        for name, patterns in (("cues", windowscan.CUES), ("colour", list(windowscan.COLOUR_CODES))):
+            found.append(hscache.compiled(name, patterns, list(range(len(patterns))), [0] * len(patterns)))
     except Exception:  # noqa: BLE001 - missing, no SIMD support, or a broken wheel: the Python searches then
         return None
     return tuple(found)

@@ -32,7 +32,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from functools import lru_cache
 
-from engdiag.logs import hotscan
+from engdiag.logs import hotscan, hscache
 from engdiag.logs.hotscan import ADD, PTI, REC
 
 _STAMP = rb"(?:20\d\d-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d) )?"
@@ -79,11 +79,9 @@ def _databases():  # -> tuple[hyperscan.Database, hyperscan.Database] | None
         import hyperscan
 
         expressions = _expressions()
-        lines = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        lines.compile(expressions=[pattern for pattern, _ in expressions], ids=[i for _, i in expressions],
-                      flags=[hyperscan.HS_FLAG_MULTILINE] * len(expressions))
-        dirty = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        dirty.compile(expressions=[_DIRTY], ids=[0], flags=[0])
+        lines = hscache.compiled("hot-lines", [pattern for pattern, _ in expressions], [i for _, i in expressions],
+                                 [hyperscan.HS_FLAG_MULTILINE] * len(expressions))
+        dirty = hscache.compiled("hot-dirty", [_DIRTY], [0], [0])
     except Exception:  # noqa: BLE001 - missing, no SIMD support, or a broken wheel: the exact twin then
         return None
     return lines, dirty

@@ -22,7 +22,7 @@ from typing import BinaryIO, Protocol
 from engdiag.logs.bulk import bulk_scan
 from engdiag.logs.clock import Clock, base_years
 from engdiag.logs.counting import Count
-from engdiag.logs.engines import active_backend
+from engdiag.logs.engines import active_backend, prepare
 from engdiag.logs.events import Event, Signal, Stamp
 from engdiag.logs.inputs import LogInput, count_lines, expand, file_size, is_plain, open_input, read_lines
 from engdiag.logs.lines import first_stamp
@@ -40,6 +40,9 @@ Progress = Callable[[str, int, int | None], None]
 """Called with (input name, bytes or lines done, total bytes or None)."""
 Note = Callable[[str], None]
 """Called with one line for the user (how an input is being read)."""
+Idle = Callable[[], None]
+"""Called at most once, in this process, when it has scanned its byte range while forked ones still scan: the
+caller's work for after the scan (its imports) then costs no time of its own (``split.FIRST_SHARE``)."""
 
 
 class Collector(Protocol):
@@ -265,13 +268,16 @@ def _result(pid: int, read: int) -> _RangeResult:
     return value
 
 
-def _scan_ranges(parts: list[_Range]) -> list[_RangeResult]:
-    """Every range at once: the first in this process, each other in a forked child (all reaped, whatever fails)."""
+def _scan_ranges(parts: list[_Range], idle: Idle | None = None) -> list[_RangeResult]:
+    """Every range at once: the first in this process, each other in a forked child (all reaped, whatever fails);
+    ``idle`` runs here once the first range is scanned, before the children's results are waited for."""
     children = [_forked(part) for part in parts[1:]]
     results: list[_RangeResult] = []
     failed: BaseException | None = None
     try:
         results.append(_scan_range(parts[0]))
+        if idle is not None:
+            idle()
     except BaseException as error:  # noqa: BLE001 - raised below, once the children are gone
         failed = error
         for pid, _ in children:
@@ -287,7 +293,8 @@ def _scan_ranges(parts: list[_Range]) -> list[_RangeResult]:
 
 
 def scan_parallel(
-    log: LogInput, index: int, base_year: int, show_prompts: bool, jobs: int, collector: Callable[[], Collector]
+    log: LogInput, index: int, base_year: int, show_prompts: bool, jobs: int, collector: Callable[[], Collector],
+    idle: Idle | None = None,
 ) -> tuple[Collector, SourceSummary] | None:
     """Scan a big plain file in ``jobs`` byte ranges at once; None when it cannot be split exactly.
 
@@ -301,11 +308,13 @@ def scan_parallel(
         return None
     bounds = [0, *points]
     ends: list[int | None] = [*points, None]
+    backend = active_backend()
     parts = [
-        _Range(log.path, log.name, index, base_year, show_prompts, s, e, collector, active_backend())
+        _Range(log.path, log.name, index, base_year, show_prompts, s, e, collector, backend)
         for s, e in zip(bounds, ends, strict=True)
     ]
-    return _join(_scan_ranges(parts))
+    prepare(backend)
+    return _join(_scan_ranges(parts, idle))
 
 
 def _position(stream: object) -> int:
@@ -341,8 +350,9 @@ def read_logs(
     jobs: int | None = None,
     window: Window = Window(),
     note: Note | None = None,
+    idle: Idle | None = None,
 ) -> tuple[Collector, list[ReadInput]]:
-    """Every event of every input into one collector, with what was read of each input."""
+    """Every event of every input into one collector, with what was read of each input (``idle``: see ``Idle``)."""
     logs = expand(paths)
     years = base_years([_first_stamp(log) for log in logs])
     jobs = default_jobs() if jobs is None else jobs
@@ -350,7 +360,8 @@ def read_logs(
     read: list[ReadInput] = []
     for index, log in enumerate(logs):
         parallel = _parallel_worth_it(log, jobs, window)
-        joined = scan_parallel(log, index, years[index], show_prompts, jobs, collector) if parallel else None
+        joined = scan_parallel(log, index, years[index], show_prompts, jobs, collector, idle) if parallel else None
+        idle = None if parallel else idle  # once: the first parallel scan's
         if joined is not None:
             main.extend(joined[0])
             summary = joined[1]
