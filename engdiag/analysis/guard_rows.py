@@ -7,12 +7,10 @@ is adding a row, and every row builds its ``Guard`` the same way.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-
 from engdiag.analysis.facts import Facts
+from engdiag.analysis.guard_row import GuardRow
 from engdiag.analysis.guarded_waits import GUARDED_WAITS
-from engdiag.logs.events import Event, Phase, Signal, Timeout
+from engdiag.logs.events import Signal, Timeout
 from engdiag.logs.patterns.guards import (
     DYNAMO_CANARY,
     DYNAMO_HEALTH,
@@ -29,7 +27,6 @@ from engdiag.logs.patterns.lmcache import LMCACHE_AUTOSTART
 from engdiag.logs.patterns.waits import ASCEND_TASK
 from engdiag.timeouts.knobs import ENGINE_READY, EXECUTE_MODEL, ITERATION, RPC, WATCHDOG, parse_version
 
-VersionDefault = Callable[[Facts, str | None], tuple[float | None, str]]
 V0_RPC = "v0-rpc"
 """The key of V0's frontend RPCs (their lines name the call, not a guard)."""
 _V0_RPC_CALLS = {"RPCServer", "MQLLMEngine", "Server"}
@@ -55,41 +52,6 @@ def _ray_limit(facts: Facts, call: str | None) -> tuple[float | None, str]:
     if version is None:
         return None, "unknown (Ray's default 10 s; vLLM sets 300 s from 0.8.5)"
     return (10.0, "default") if version < (0, 8, 5) else (300.0, "default")
-
-
-@dataclass(frozen=True, slots=True)
-class GuardRow:
-    """One guard.  ``{call}`` in its name or ``guarded`` is the call the line named (``call_default`` if none)."""
-
-    name: str
-    owner: str
-    guarded: str
-    knob: str | None
-    default_s: float | None = None
-    """The limit when the line printed none and no start-up line armed it."""
-    default_origin: str = "default"
-    unprinted: str = "unknown"
-    """Where the limit comes from when nothing above gives it (the setting that decides it)."""
-    armed_by: str | None = None
-    """A start-up ``Phase`` named ``<armed_by> <seconds>``: the limit the guard was configured with."""
-    version_default: VersionDefault | None = None
-    """The default where it depends on the version (vLLM's step RPC, Ray's compiled-graph read)."""
-    call_default: str = ""
-
-    def limit(self, facts: Facts, event: Event, data: Timeout) -> tuple[float | None, str]:
-        """The limit and where it comes from: printed, armed at start-up, the default, or what decides it."""
-        if data.limit_s is not None:
-            return data.limit_s, "printed"
-        if self.armed_by is not None:
-            armed = [float(e.data.name.split()[-1]) for e in facts.before(event)
-                     if isinstance(e.data, Phase) and e.data.name.startswith(self.armed_by)]
-            if armed:
-                return armed[-1], "printed"
-        if self.version_default is not None:
-            return self.version_default(facts, data.call)
-        if self.default_s is not None:
-            return self.default_s, self.default_origin
-        return None, self.unprinted
 
 
 _HCCL_EXEC = "HCCL_EXEC_TIMEOUT"
@@ -132,10 +94,7 @@ ROWS: dict[tuple[Signal, str | None], GuardRow] = {
     (Signal.COMM_TIMEOUT, "hccl"): GuardRow(
         "HCCL notify-wait timeout", "Ascend HCCL", "{call}", _HCCL_EXEC, unprinted=f"{_HCCL_EXEC} (1836 s default)",
         call_default="a collective between NPUs"),
-    **{(Signal.COMM_TIMEOUT, key): GuardRow(
-        wait.guard, wait.owner, wait.guarded, wait.knob, default_s=wait.default_s, default_origin=wait.default_origin,
-        unprinted=wait.default_origin)
-       for key, wait in GUARDED_WAITS.items()},
+    **{(Signal.COMM_TIMEOUT, key): wait.row for key, wait in GUARDED_WAITS.items()},
     (Signal.COMM_TIMEOUT, None): GuardRow(
         "{call} timeout", "DeepEP", "tokens exchanged between expert-parallel ranks", None, call_default="DeepEP"),
     # outside vLLM: platforms, serving layers, launchers, clients

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from engdiag.analysis.guard_row import GuardRow
 from engdiag.logs.patterns.waits import (
     ASCEND_RECV,
     LLMDD_PULL,
@@ -33,13 +34,8 @@ class GuardedWait:
     headline: str
     confidence: float
     decides: str | None
-    guard: str
-    owner: str
-    guarded: str
-    knob: str | None
-    default_s: float | None = None
-    """The limit when the line prints none."""
-    default_origin: str = "unknown"
+    row: GuardRow
+    """The guard that gave up: its owner, what it guards, its knob, its limit when the line prints none."""
     steps: tuple[tuple[str, str | None], ...] = ()
 
 
@@ -60,9 +56,9 @@ GUARDED_WAITS: dict[str, GuardedWait] = {
         "it ready within VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT (480 s by default)", 0.5,
         "the prefill instance's log at that time: those requests still prefilling there (a slow prefill under load) "
         "or never scheduled (stuck)",
-        "Mooncake KV-transfer abort timeout", "vLLM (Mooncake connector)",
-        "the prefill side making a request's KV ready for the decode side", "VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT",
-        480.0, "default",
+        GuardRow("Mooncake KV-transfer abort timeout", "vLLM (Mooncake connector)",
+                 "the prefill side making a request's KV ready for the decode side",
+                 "VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT", default_s=480.0),
         (_do("read the prefill instance's log for those request ids: scheduled and still running, or never there (the "
           "proxy's routing, or a prefill engine that stopped)"),
          _do("only if the prefill side was still working on them: raise VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT (480 s by "
@@ -73,8 +69,8 @@ GUARDED_WAITS: dict[str, GuardedWait] = {
         "that stage never delivered the request's KV within the limit",
         "deadlocked (likely): a stage gave up waiting for a request's KV cache from the stage before it, which never "
         "delivered it", 0.5, _STAGE_BEFORE,
-        "vllm-omni KV-transfer wait", "vllm-omni", "the next stage receiving a request's KV cache from the stage "
-        "before it", None, None, "unknown",
+        GuardRow("vllm-omni KV-transfer wait", "vllm-omni",
+                 "the next stage receiving a request's KV cache from the stage before it", None),
         (_do("read the stage before's log for that request id: an error or zero tokens there is the cause"),
          _do("check that the stages agree on the KV keys: the same tensor-parallel size on both, or a connector that "
           "maps ranks between them"))),
@@ -84,9 +80,9 @@ GUARDED_WAITS: dict[str, GuardedWait] = {
         "that stage never delivered the requests' input within the limit",
         "deadlocked (likely): a stage's scheduler gave up on requests whose input from the stage before it never "
         "came (vllm-omni's VLLM_OMNI_INPUT_WAIT_TIMEOUT_S; it marked them FINISHED_ERROR)", 0.5, _STAGE_BEFORE,
-        "vllm-omni stage-input wait", "vllm-omni",
-        "a stage's scheduler receiving a request's input from the stage before it", "VLLM_OMNI_INPUT_WAIT_TIMEOUT_S",
-        None, "unknown",
+        GuardRow("vllm-omni stage-input wait", "vllm-omni",
+                 "a stage's scheduler receiving a request's input from the stage before it",
+                 "VLLM_OMNI_INPUT_WAIT_TIMEOUT_S"),
         (_do("read the stage before's log for those request ids: an error, zero tokens, or a send that gave up ('chunk "
           "send gave up', 'Pool exhausted') there is the cause"),
          _do("only if the stage before was still generating them: raise VLLM_OMNI_INPUT_WAIT_TIMEOUT_S (seconds; 600 in "
@@ -99,9 +95,9 @@ GUARDED_WAITS: dict[str, GuardedWait] = {
         "whose completion never came (MoRIIO's recv_abort_timeout); that load failed", 0.5,
         "the prefill instance's log and the RDMA fabric at that time: an instance that went away or a link that "
         "dropped the completion (stuck for good); a read that was still moving is rare at this limit",
-        "MoRIIO RDMA read timeout", "vLLM (MoRIIO connector)",
-        "an RDMA read of a request's KV from the prefill instance", "kv_connector_extra_config.recv_abort_timeout",
-        None, "unknown",
+        GuardRow("MoRIIO RDMA read timeout", "vLLM (MoRIIO connector)",
+                 "an RDMA read of a request's KV from the prefill instance",
+                 "kv_connector_extra_config.recv_abort_timeout"),
         (_do("check the RDMA link between the two instances (link state, errors) and that the prefill instance is up",
              "ibv_devinfo; ibstat"),
          _do("only if the fabric was saturated, not broken: raise recv_abort_timeout in --kv-transfer-config's "
@@ -114,8 +110,8 @@ GUARDED_WAITS: dict[str, GuardedWait] = {
         "group down (a group with a rank stuck in its AllGather cannot be reused)", 0.7,
         "each DP rank's log at that time: the rank with no step that wave (an uneven batch, an error, a crash) is the "
         "one the others waited for",
-        "vllm-omni DLO DP wave timeout", "vllm-omni", "an AllGather of the diffusion data-parallel ranks (DLO)",
-        "VLLM_OMNI_DLO_DP_WAVE_TIMEOUT", 600.0, "default",
+        GuardRow("vllm-omni DLO DP wave timeout", "vllm-omni", "an AllGather of the diffusion data-parallel ranks (DLO)",
+                 "VLLM_OMNI_DLO_DP_WAVE_TIMEOUT", default_s=600.0),
         (_do("read every DP rank's log for the wave that timed out: the rank that did not reach it is the cause"),
          _do("restart the server: vllm-omni shut the worker group down, it does not recover by itself"))),
     # vllm-ascend 0.9.1 / 0.11 llmdatadist_c_mgr_connector.py (tests/test_vllm_ascend_wordings.py)
@@ -126,10 +122,10 @@ GUARDED_WAITS: dict[str, GuardedWait] = {
         "(LLMDataDist's sync_kv_timeout), and that request never completes", 0.5,
         "the prefill instance's log at that time: gone or restarting (a dead peer), or its NPUs' links down; a busy "
         "prefill instance still answers a pull within the limit",
-        "LLMDataDist KV-pull timeout", "vllm-ascend (LLMDataDist)",
-        "the decode side pulling a request's KV blocks from the prefill side",
-        "ASCEND_TRANSFER_TIMEOUT (0.11+)", None,
-        "20 s fixed in 0.9.1; from 0.11 ASCEND_TRANSFER_TIMEOUT (ms), else about 33 s from HCCL_RDMA_TIMEOUT",
+        GuardRow("LLMDataDist KV-pull timeout", "vllm-ascend (LLMDataDist)",
+                 "the decode side pulling a request's KV blocks from the prefill side", "ASCEND_TRANSFER_TIMEOUT (0.11+)",
+                 unprinted="20 s fixed in 0.9.1; from 0.11 ASCEND_TRANSFER_TIMEOUT (ms), else about 33 s from "
+                 "HCCL_RDMA_TIMEOUT"),
         (_do("check that the prefill instance is up and its NPUs' links to this node work (on both nodes)",
           "for i in 0 1 2 3 4 5 6 7; do hccn_tool -i $i -link -g; done"),
          _do("only if the links are up and the prefill side is loaded: raise ASCEND_TRANSFER_TIMEOUT (milliseconds, "
@@ -142,8 +138,9 @@ GUARDED_WAITS: dict[str, GuardedWait] = {
         "(three tries of 1 s), a peer that is gone, unreachable or hung", 0.5,
         "the other instance's log at that time: down or restarting (gone), or alive (then its side-channel port is "
         "not reachable from this node)",
-        "Mooncake side-channel receive", "vllm-ascend (Mooncake connector)",
-        "an answer from the other instance's side channel (metadata, ACK)", None, 3.0, "fixed (3 × 1 s)",
+        GuardRow("Mooncake side-channel receive", "vllm-ascend (Mooncake connector)",
+                 "an answer from the other instance's side channel (metadata, ACK)", None, default_s=3.0,
+                 default_origin="fixed (3 × 1 s)"),
         (_do("check that the other instance is up and that this node reaches its side-channel port (the kv_port in "
           "--kv-transfer-config)"),)),
     # tt-t3k-vlm-prefill-dispatch-queue-stall-5s-watchdog
@@ -153,8 +150,8 @@ GUARDED_WAITS: dict[str, GuardedWait] = {
         "deadlocked (likely): the device stopped answering its dispatch queue and tt-metal's operation watchdog "
         "reported a potential hang", 0.6,
         "how long the operation may run: a longer TT_METAL_OPERATION_TIMEOUT_SECONDS that still trips confirms a hang",
-        "tt-metal operation timeout", "tt-metal", "one device operation, from dispatch to completion",
-        "TT_METAL_OPERATION_TIMEOUT_SECONDS", None, "TT_METAL_OPERATION_TIMEOUT_SECONDS (off unless set)",
+        GuardRow("tt-metal operation timeout", "tt-metal", "one device operation, from dispatch to completion",
+                 "TT_METAL_OPERATION_TIMEOUT_SECONDS", unprinted="TT_METAL_OPERATION_TIMEOUT_SECONDS (off unless set)"),
         (_do("reset the wedged device before starting again (tt-smi from Tenstorrent's tools)", "tt-smi -r"),
          _do("tell a hang from a long operation: rerun with a longer watchdog (a hang still trips it)",
           "export TT_METAL_OPERATION_TIMEOUT_SECONDS=60"))),
