@@ -78,7 +78,8 @@ _CAUSES = (
 
 
 def _cause(facts: Facts, event: Event) -> str | None:
-    """The exception that failed the handshake: the record's own traceback, else the nearest one in that file."""
+    """The exception that failed the handshake or the transfer: the record's own traceback, else the nearest one in
+    that file."""
     own = facts.exception_of(event)
     if own:
         return own
@@ -113,17 +114,17 @@ def load_failed(facts: Facts) -> Verdict | None:
             draft.cite(event, Role.CONSEQUENCE, "the scheduler's answer: " + event.data.name)
             break
     draft.cite(facts.t.last_progress, Role.CONTEXT, "the engine's last work")
-    if known is None:
-        draft.undecided = "the exception that failed it: the traceback after the failure line"
     peer = _PEER.search(first.text)
     where = f" (from this host: nc -zv {peer['host']} {peer['port']})" if peer else ""
+    kind = first.data.name if isinstance(first.data, Failure) else None
     if known:
         draft.step(known.fix.format(peer=where))
-    elif isinstance(first.data, Failure) and first.data.name == KV_HANDSHAKE:
-        draft.step("read the traceback after the failure line: it says why the other instance could not be reached")
-    elif isinstance(first.data, Failure) and first.data.name == KV_TRANSFER_FAILED:
-        draft.step("read the traceback after the failure line: it says why the transfer failed")
+    elif kind in (KV_HANDSHAKE, KV_TRANSFER_FAILED):
+        draft.undecided = "the exception that failed it: the traceback after the failure line"
+        draft.step("read the traceback after the failure line: it says why "
+                   + ("the other instance could not be reached" if kind == KV_HANDSHAKE else "the transfer failed"))
     else:
+        draft.undecided = "why the KV did not load: the KV connector's failure lines on this instance's workers"
         draft.step("the KV connector's lines before this one say why the KV did not load (its 'NIXL transfer failure' "
                    "or 'Handshake' lines, on this instance's workers)")
     if KV_REQUESTS_FAILED in names:
