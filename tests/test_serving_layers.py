@@ -422,3 +422,18 @@ def test_a_zap_lines_request_fields_are_user_data_never_signals(tmp_path):
     (piece,) = pieces(line, 1)
     assert piece.msg == 'incoming request {"model": "qwen"}'
     assert verdict_of(tmp_path, line + "\n").kind.value == "unknown"
+
+
+def test_a_ray_serve_llm_dp_replica_that_never_got_its_gangs_master_address(tmp_path):
+    """Ray 2.60 dp_server.py:93: a replica polls for its gang's rank-0 master address and gives up after 600 s."""
+    text = (_REPLICA + "Traceback (most recent call last):\n" + _REPLICA + "  File \"/usr/local/lib/python3.11/site-"
+            "packages/ray/llm/_internal/serve/serving_patterns/data_parallel/dp_server.py\", line 93, in get\n"
+            + _REPLICA + "    raise TimeoutError(\n" + _REPLICA + "TimeoutError: Timed out waiting for DP master info for "
+            "gang 3 after 600s.\n")
+    analysis = analysis_of(tmp_path, text)
+    verdict = analysis.verdict
+    assert verdict.kind.value == "deadlocked" and verdict.confidence < 0.85, verdict.headline
+    assert "gang's rank-0 replica" in verdict.headline and "still loading (slow)" in (verdict.undecided or "")
+    wait = analysis.model.waits[0]
+    assert (wait.on, wait.seconds) == ("the rank-0 replica of its gang 3", 600.0)
+    assert "serve status" in steps_of(verdict) and "MASTER_ADDR" not in steps_of(verdict)

@@ -32,7 +32,7 @@ from engdiag.analysis.waits import KV_TRANSFER, KV_TRANSPORTS
 from engdiag.logs.events import Event, NcclWork, Peer, Rendezvous, Signal, Timeout
 from engdiag.logs.patterns.fatals import FT_ROUND
 from engdiag.logs.patterns.lmcache import LMCACHE_SERVER
-from engdiag.logs.patterns.waits import ASCEND_TASK, DIVERGED_OUTPUTS, STORE_LOST
+from engdiag.logs.patterns.waits import ASCEND_TASK, DIVERGED_OUTPUTS, RAY_DP_GANG, STORE_LOST
 
 _NODE_PIN = re.compile(r"'node:(?P<ip>[0-9a-fA-F.:]+)'")
 """A Ray resource request pinned to one node's IP (vLLM pins the driver's bundle to node:<VLLM_HOST_IP>)."""
@@ -64,6 +64,10 @@ def _comm_steps(draft: Draft, event: Event) -> None:
             draft.step("on a headless node, check that the head's address and RPC port are reachable from it",
                        'nc -vz "${DATA_PARALLEL_ADDRESS:?set it to the address given as --data-parallel-address}" 29550   '
                        '# the default --data-parallel-rpc-port')
+        elif meet.what == RAY_DP_GANG:
+            draft.step("find the gang's rank-0 replica: placed or pending (the cluster's GPUs), and its own log (an "
+                       "error before it registered, or a start-up still running)", "serve status")
+            draft.step("a replica still pending for GPUs is placement: see what Ray can place", "ray status")
         elif meet.what == FT_ROUND:
             draft.step("send the recovery request, with the same request_id, to every data-parallel engine")
             draft.step("read each engine's log at that time: one that died or never received the request is the one "
@@ -190,6 +194,10 @@ def _likely(root: Event) -> tuple[str, float, str | None] | None:
         return (("deadlocked: the tensor-parallel ranks diverged — they returned different outputs for one step "
                 "(V0's check that every worker agrees failed), and ranks that disagree cannot run one model on"), 0.75,
                 None)
+    if isinstance(data, Rendezvous) and data.what == RAY_DP_GANG:  # a rank 0 still starting also lets it run out
+        return (("deadlocked (likely): a Ray Serve LLM data-parallel replica gave up waiting for its gang's rank-0 "
+                 "replica to publish its master address" + (f" ({data.limit_s:g} s)" if data.limit_s else "")),
+                0.55, "the rank-0 replica's state: pending for GPUs or dead (stuck for good), or still loading (slow)")
     if not isinstance(data, Timeout):
         return None
     if data.call == ASCEND_TASK:  # a stream's work that never finished: a collective's peer, rarely a hung kernel

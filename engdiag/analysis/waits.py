@@ -19,7 +19,7 @@ from engdiag.analysis.timeline import is_progress
 from engdiag.logs.events import Event, NcclWork, Peer, Phase, Progress, Rendezvous, ShmStall, Signal, Timeout
 from engdiag.logs.patterns.fatals import FT_ROUND
 from engdiag.logs.patterns.lmcache import LMCACHE_SERVER
-from engdiag.logs.patterns.waits import STORE_LOST
+from engdiag.logs.patterns.waits import RAY_DP_GANG, STORE_LOST
 from engdiag.roles import Role as ProcRole
 from engdiag.units import plural
 
@@ -215,6 +215,13 @@ def _rendezvous(facts: Facts) -> Iterable[Wait]:
         elif meet.what == "front-end":
             on = "the front-end process (the API server, or the data-parallel head)"
             why = "it never answered the engine core's handshake: gone, or not at the address the engine was given"
+        elif meet.what == RAY_DP_GANG:
+            why = (f"it never published its master address within {meet.limit_s:g} s: not placed, dead, or still "
+                   "starting" if meet.limit_s else "it never published its master address")
+            yield Wait(_label(event, "a Ray Serve LLM data-parallel replica"),
+                       f"the rank-0 replica of its {meet.address or 'gang'}", "DP gang's master address (Ray KV)",
+                       False, why, meet.limit_s, event.source, event.line)
+            continue
         elif meet.what == FT_ROUND:
             on = "the other data-parallel engines"
             why = (f"not all joined the fault-tolerance recovery round within {meet.limit_s:g} s: one is gone, or the "

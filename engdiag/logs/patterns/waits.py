@@ -38,6 +38,8 @@ OMNI_DLO = "vllm-omni-dlo"
 """The guard of vllm-omni's diffusion executor on a data-parallel DLO collective wave (VLLM_OMNI_DLO_DP_WAVE_TIMEOUT)."""
 MORIIO_RECV = "moriio-recv"
 """The guard of vLLM's MoRIIO connector on an RDMA read of KV from the prefill side (recv_abort_timeout)."""
+RAY_DP_GANG = "ray-serve-llm-dp-gang"
+"""Ray Serve LLM's data-parallel gang: its replicas wait for the rank-0 replica to publish its master address."""
 ASCEND_RECV = "ascend-mooncake-recv"
 """The guard of vllm-ascend's Mooncake connectors on an answer from the other instance's side channel (3 × 1 s)."""
 _STORE_REMOTE = re.compile(r"remote=\[?(?:::ffff:)?(?P<host>[^\]\s)]+?)\]?:(?P<port>\d+)\)")
@@ -217,6 +219,16 @@ WAITS: tuple[Rule, ...] = (
         "Cannot provide a placement group",
         _c(r"Cannot provide a placement group"),
         _const(Rendezvous(what="placement")),
+    ),
+    # Ray Serve LLM's data-parallel gangs (2.60 llm/_internal/serve/serving_patterns/data_parallel/dp_server.py:93):
+    # every replica polls Ray's KV store for the master address its gang's rank-0 replica publishes, and gives up with
+    # "TimeoutError: Timed out waiting for DP master info for gang 3 after 600s." — that replica was not placed, or
+    # died (or is still starting) before it published
+    Rule(
+        Signal.RENDEZVOUS_FAILED,
+        "Timed out waiting for DP master info",
+        _c(r"Timed out waiting for DP master info for gang (?P<g>\S+?) after (?P<s>\d+(?:\.\d+)?) ?s"),
+        lambda m, t: [Rendezvous(what=RAY_DP_GANG, address=f"gang {m['g']}", limit_s=float(m["s"]))],
     ),
     # Ray Serve's controller on replicas Ray cannot place (2.44 deployment_state.py:2155, 2.60 :5673), every 30 s:
     # "Deployment '…' in application '…' has 1 replicas that have taken more than 30s to be scheduled. … Resources
