@@ -27,15 +27,11 @@ import re
 from engdiag.analysis.draft import Draft
 from engdiag.analysis.facts import Facts, stalled
 from engdiag.analysis.guarded_waits import GUARDED_WAITS
+from engdiag.analysis.rendezvous_kinds import kind_of
 from engdiag.analysis.verdict import Kind, Role, Verdict
 from engdiag.analysis.waits import KV_TRANSFER, KV_TRANSPORTS
 from engdiag.logs.events import Event, NcclWork, Peer, Rendezvous, Signal, Timeout
-from engdiag.logs.patterns.fatals import FT_ROUND
-from engdiag.logs.patterns.lmcache import LMCACHE_SERVER
 from engdiag.logs.patterns.waits import ASCEND_TASK, DIVERGED_OUTPUTS, RAY_DP_GANG, STORE_LOST
-
-_NODE_PIN = re.compile(r"'node:(?P<ip>[0-9a-fA-F.:]+)'")
-"""A Ray resource request pinned to one node's IP (vLLM pins the driver's bundle to node:<VLLM_HOST_IP>)."""
 
 
 def _comm_steps(draft: Draft, event: Event) -> None:
@@ -52,44 +48,8 @@ def _comm_steps(draft: Draft, event: Event) -> None:
                    "batch across DP ranks, a different code path on one rank); upgrade if the release notes "
                    "name such a fix")
     elif signal is Signal.RENDEZVOUS_FAILED:
-        meet = event.data if isinstance(event.data, Rendezvous) else Rendezvous()
-        if meet.what == "placement":
-            if (pinned := _NODE_PIN.search(event.text)) is not None:
-                draft.step(f"the request pins a GPU to node:{pinned['ip']}, an address Ray has no node under: set "
-                           "VLLM_HOST_IP to the IP `ray status` lists for the head node, on every node")
-            draft.step("see what Ray can place: GPUs per node against the parallel sizes", "ray status")
-        elif meet.what == "front-end":
-            draft.step("read the front-end's own log (the API server, or the data-parallel head's vLLM): its crash or "
-                       "exit is the cause")
-            draft.step("on a headless node, check that the head's address and RPC port are reachable from it",
-                       'nc -vz "${DATA_PARALLEL_ADDRESS:?set it to the address given as --data-parallel-address}" 29550   '
-                       '# the default --data-parallel-rpc-port')
-        elif meet.what == RAY_DP_GANG:
-            draft.step("find the gang's rank-0 replica: placed or pending (the cluster's GPUs), and its own log (an "
-                       "error before it registered, or a start-up still running)", "serve status")
-            draft.step("a replica still pending for GPUs is placement: see what Ray can place", "ray status")
-        elif meet.what == FT_ROUND:
-            draft.step("send the recovery request, with the same request_id, to every data-parallel engine")
-            draft.step("read each engine's log at that time: one that died or never received the request is the one "
-                       "that did not join")
-        elif meet.what == LMCACHE_SERVER:
-            draft.step("start the LMCache MP server before vLLM (or let vLLM start it: lmcache.mp.autostart), and "
-                       "check that this node reaches it at lmcache.mp.host / lmcache.mp.port (kv_connector_extra_config)")
-        elif meet.what == "hccl":
-            draft.step("check every NPU's NIC link and that no other process holds HCCL's ports (on every node)",
-                       "for i in 0 1 2 3 4 5 6 7; do hccn_tool -i $i -link -g; done")
-            draft.step("a link that never forms is not slow: raise HCCL_CONNECT_TIMEOUT (120 s) only when ranks "
-                       "start minutes apart", "export HCCL_CONNECT_TIMEOUT=600")
-        elif meet.what == "mesh":
-            draft.step("bind gloo to the interface the nodes reach each other on (on every node)",
-                       "export GLOO_SOCKET_IFNAME=$(ip -o -4 route show default | awk '{print $5}')")
-            draft.step("make every rank advertise a routable IP, never 127.0.0.1 on multi-node",
-                       "export VLLM_HOST_IP=$(hostname -I | cut -d' ' -f1)")
-        else:
-            draft.step("make every member reach the master address: a routable IP, never 127.0.0.1 on multi-node",
-                       "export VLLM_HOST_IP=$(hostname -I | cut -d' ' -f1)   # and MASTER_ADDR / --data-parallel-address")
-            draft.step("check that every node and rank was launched and can open the port",
-                       'nc -vz "$MASTER_ADDR" "${MASTER_PORT:-29500}"')
+        for text, command in kind_of(event.data if isinstance(event.data, Rendezvous) else Rendezvous()).all_steps(event):
+            draft.step(text, command)
     elif signal is Signal.PEER_LOST and isinstance(event.data, Peer) and event.data.cut:
         draft.step("name the ranks and the collectives they disagree on", "export TORCH_DISTRIBUTED_DEBUG=DETAIL")
         draft.step("read every data-parallel rank's log at that time: the rank that ran one collective fewer, or "

@@ -15,13 +15,11 @@ from collections.abc import Iterable
 from engdiag.analysis.facts import Facts, is_startup_work
 from engdiag.analysis.guarded_waits import GUARDED_WAITS
 from engdiag.analysis.model import Wait
+from engdiag.analysis.rendezvous_kinds import kind_of
 from engdiag.analysis.timeline import is_progress
 from engdiag.logs.events import Event, NcclWork, Peer, Phase, Progress, Rendezvous, ShmStall, Signal, Timeout
-from engdiag.logs.patterns.fatals import FT_ROUND
-from engdiag.logs.patterns.lmcache import LMCACHE_SERVER
-from engdiag.logs.patterns.waits import RAY_DP_GANG, STORE_LOST
+from engdiag.logs.patterns.waits import STORE_LOST
 from engdiag.roles import Role as ProcRole
-from engdiag.units import plural
 
 UNSATISFIABLE = (
     Signal.COLLECTIVE_MISMATCH,
@@ -203,46 +201,13 @@ def _rendezvous(facts: Facts) -> Iterable[Wait]:
     named = [e for e in failed if not (isinstance(e.data, Rendezvous) and e.data.from_frame)]
     for event in (named or failed)[:2]:  # a traceback's frame only where no line says more
         meet = event.data if isinstance(event.data, Rendezvous) else Rendezvous()
-        if meet.what == "store":
-            on, why = f"the TCP store at {meet.address}", "nothing answered at that address"
-        elif meet.what == "mesh":
-            on = f"the peer at {meet.address}" if meet.address else "its peer ranks"
-            why = "the CPU (gloo) group's ranks could not connect to each other"
-            if meet.address and meet.address.startswith(("127.", "::1", "localhost")):
-                why += "; a rank advertised a loopback address, which no other node can reach"
-        elif meet.what == "placement":
-            on, why = "Ray placement group", "the cluster cannot place the requested GPUs"
-        elif meet.what == "front-end":
-            on = "the front-end process (the API server, or the data-parallel head)"
-            why = "it never answered the engine core's handshake: gone, or not at the address the engine was given"
-        elif meet.what == RAY_DP_GANG:
-            why = (f"it never published its master address within {meet.limit_s:g} s: not placed, dead, or still "
-                   "starting" if meet.limit_s else "it never published its master address")
-            yield Wait(_label(event, "a Ray Serve LLM data-parallel replica"),
-                       f"the rank-0 replica of its {meet.address or 'gang'}", "DP gang's master address (Ray KV)",
-                       False, why, meet.limit_s, event.source, event.line)
-            continue
-        elif meet.what == FT_ROUND:
-            on = "the other data-parallel engines"
-            why = (f"not all joined the fault-tolerance recovery round within {meet.limit_s:g} s: one is gone, or the "
-                   "recovery request did not reach every engine" if meet.limit_s else "not all joined the recovery round")
-        elif meet.what == LMCACHE_SERVER:
-            on = "LMCache's MP server"
-            why = "it never answered vLLM's registration: not running, or not reachable from this node"
-        elif meet.what == "hccl":
-            on = f"HCCL {meet.address}" if meet.address else "its HCCL peers"
-            why = meet.error or "the HCCL link to it was never established"
-        elif meet.from_frame:
+        if meet.from_frame:
             yield Wait(_label(event, "process-group rendezvous"), "the process-group store", "rendezvous", None,
                        meet.error[:160] if meet.error else "it raised; the error line is cut off", None,
                        event.source, event.line)
             continue
-        else:
-            missing = (meet.expected or 0) - (meet.joined or 0)
-            on = f"{plural(missing, 'missing member')}" if meet.expected else "missing members"
-            why = f"{meet.joined}/{meet.expected} joined before the {meet.limit_s:.0f} s limit" if meet.expected \
-                else "not every member joined"
-        yield Wait(_label(event, "process-group rendezvous"), on, "rendezvous", False, why, meet.limit_s,
+        kind = kind_of(meet)
+        yield Wait(_label(event, kind.waiter), kind.party(meet), kind.channel, False, kind.why(meet), meet.limit_s,
                    event.source, event.line)
 
 
