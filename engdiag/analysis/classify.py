@@ -128,6 +128,7 @@ RULES: tuple[Callable[[Facts], Verdict | None], ...] = (
     phase_rules.slow_startup,
     memory.died_allocating,
     memory.died_after_sizing,
+    memory.died_after_compile,
     memory.sleep_kept_memory,
     crashes.shm_too_small,
     crashes.other_fatal,

@@ -24,7 +24,7 @@ from engdiag.analysis.draft import Draft
 from engdiag.analysis.facts import KV_HIGH_PCT, Facts
 from engdiag.analysis.signal_kinds import is_progress
 from engdiag.analysis.verdict import Kind, MemoryKind, Role, Verdict
-from engdiag.logs.events import CudaOom, Event, Failure, Memory, Preemption, Signal
+from engdiag.logs.events import CudaOom, Event, Failure, Memory, Phase, Preemption, Signal
 from engdiag.logs.patterns import ALLOCATING, FORWARD
 from engdiag.units import format_bytes
 
@@ -313,6 +313,40 @@ def died_after_sizing(facts: Facts) -> Verdict | None:
     draft.cite(sized[-1], Role.SUPPORTING, "the KV cache's share of the GPU")
     draft.undecided = "the traceback's last line: torch.OutOfMemoryError confirms it"
     draft.step("leave more of the GPU to everything else on it", "--gpu-memory-utilization 0.8")
+    return draft.done()
+
+
+def died_after_compile(facts: Facts) -> Verdict | None:
+    """A traceback, its exception cut off, right after torch.compile finished and before the KV cache was sized.
+
+    V1 compiles on the profiling run's first forward; what follows before sizing is the rest of that run (the
+    sampler's warm-up with max_num_seqs dummy requests) and the check that memory is left for the KV cache
+    ("No available memory for the cache blocks", a max_model_len the cache cannot hold), so memory is the likely
+    end (cosyvoice-vllm-no-cache-blocks, and blind round 40's a800-v1-no-cache-blocks: both that ValueError).
+    A traceback cut before compile finished ("… in total") is no such sign: an illegal memory access in the
+    profiling forward ends the same way (llama4-maverick-ima-cutlass-moe), and so does a kill mid-compile
+    (k8s-vllm-exit-during-torch-compile).
+    """
+    compiled = [e for e in facts.t.of(Signal.COMPILE) if isinstance(e.data, Phase) and e.data.name == "torch_compile"]
+    raised = facts.t.of(Signal.EXCEPTION, Signal.PROCESS_EXCEPTION)
+    if facts.t.serving_started or not compiled or not raised or any(
+            isinstance(e.data, Failure) and e.data.exception for e in raised):
+        return None
+    first, done = raised[0], compiled[-1]
+    sized = [e for e in facts.t.of(Signal.MEMORY) if isinstance(e.data, Memory) and e.data.name in _SIZED]
+    if sized or facts.at(first) < facts.at(done) or any(
+            facts.at(done) < facts.at(e) <= facts.at(first) for e in facts.t.of(Signal.STARTUP_PHASE)):
+        return None
+    draft = Draft(facts, Kind.FRAGMENTED, 0.4, "GPU memory exhausted at start-up (likely): a process raised right "
+                  "after torch.compile finished, before the KV cache was sized — in the end of the profiling run "
+                  "or the check that memory is left for the KV cache")
+    draft.sub_kind = MemoryKind.EXHAUSTION
+    draft.cite(first, Role.ROOT_CAUSE, "the traceback follows the compile, before any later start-up step")
+    draft.cite(done, Role.SUPPORTING, "compiled on the profiling run's first forward")
+    draft.undecided = ("the traceback's last line: 'No available memory for the cache blocks' or "
+                       "torch.OutOfMemoryError confirms it; a CUDA or compile error names another fault")
+    draft.step("leave the KV cache more of the GPU", "--gpu-memory-utilization 0.9")
+    draft.step("or profile with fewer dummy sequences", "--max-num-seqs 128")
     return draft.done()
 
 

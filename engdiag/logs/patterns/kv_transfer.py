@@ -36,8 +36,9 @@ LMCACHE_CPU = "LMCache CPU pool"
 OMNI_POOL = "vllm-omni transfer pool"
 """vllm-omni's connectors' buffer for payloads sent between stages (memory_pool_size, 1 GiB by default)."""
 
-POOL_SHORT = _c(r"available_size\(\)=(?P<free>\d+) < need_size=(?P<need>\d+)")
-"""kvcached's pool, short of blocks: how many were free, how many the step needed."""
+POOL_SHORT = _c(r"available_size\(\)=(?P<free>\d+(?:\.\d+)?) < need_size=(?P<need>\d+)")
+"""kvcached's pool, short of blocks: how many were free (``9.0`` where a release logged the size as a float:
+kvcached issue 191), how many the step needed."""
 
 KV_TRANSFER: tuple[Rule, ...] = (
     # LMCache 0.3.x's NIXL connector (storage_backend/connector/nixl_connector_v3.py:567) allocates each KV chunk

@@ -1,0 +1,56 @@
+"""Readings added after blind round 40 (tests/corpus/HELDOUT.md), each on both sides of its line."""
+
+from __future__ import annotations
+
+from tests.conftest import verdict_of
+
+_COMPILED = "INFO 04-30 10:20:35 [monitor.py:33] torch.compile takes 13.93 s in total\n"
+_CUT = """\
+ERROR 04-30 10:20:36 [core.py:396] EngineCore failed to start.
+ERROR 04-30 10:20:36 [core.py:396] Traceback (most recent call last):
+ERROR 04-30 10:20:36 [core.py:396]   File "/venv/lib/python3.11/site-packages/vllm/v1/engine/core.py", line 387, in run_engine_core
+ERROR 04-30 10:20:36 [core.py:396]     engine_core = EngineCoreProc(*args, **kwargs)
+ERROR 04-30 10:20:36 [core.py:396]   File "/venv/lib/python3.11/site-packages/vllm/v1/engine/core.py", line 329, in __init__
+ERROR 04-30 10:20:36 [core.py:396]     super().__init__(vllm_config, executor_class, log_stats,
+"""
+
+
+def test_a_cut_traceback_right_after_compile_finished_is_likely_memory(tmp_path):
+    """V1 compiles on the profiling run's first forward; before the KV cache is sized only the rest of that run and
+    the check that memory is left for the cache remain (a800-v1-no-cache-blocks)."""
+    verdict = verdict_of(tmp_path, _COMPILED + _CUT)
+    assert verdict.kind.value == "fragmented" and verdict.sub_kind.value == "exhaustion"
+    assert 0 < verdict.confidence < 0.5 and "No available memory for the cache blocks" in verdict.undecided
+    assert "--gpu-memory-utilization 0.9" in [step.command for step in verdict.next_steps]
+
+
+def test_the_same_cut_says_nothing_of_memory_without_a_finished_compile(tmp_path):
+    # a compile still running (a kill mid-compile: k8s-vllm-exit-during-torch-compile) or none at all (an illegal
+    # memory access in the profiling forward: llama4-maverick-ima-cutlass-moe)
+    running = "INFO 04-30 10:20:20 [backends.py:430] Dynamo bytecode transform time: 12.01 s\n"
+    for before in ("", running):
+        assert verdict_of(tmp_path, before + _CUT).kind.value == "unknown", before
+
+
+def test_the_cut_after_compile_yields_to_a_named_exception_or_a_later_step(tmp_path):
+    named = _COMPILED + _CUT + "ERROR 04-30 10:20:36 [core.py:396] RuntimeError: CUDA error: an illegal memory access was encountered\n"
+    assert verdict_of(tmp_path, named).kind.value == "crashed"
+    # the KV cache already sized: the later rule (allocation and graph capture) speaks, not this one
+    sized = _COMPILED + "INFO 04-30 10:20:36 [kv_cache_utils.py:634] GPU KV cache size: 75,536 tokens\n" + _CUT
+    verdict = verdict_of(tmp_path, sized)
+    assert verdict.kind.value == "fragmented" and "after the KV cache was sized" in verdict.headline
+    # serving had begun: a cut traceback then is no start-up step
+    serving = _COMPILED + "INFO 04-30 10:20:35 [api_server.py:1024] Starting vLLM API server on http://0.0.0.0:8000\n" + _CUT
+    assert verdict_of(tmp_path, serving).kind.value != "fragmented"
+
+
+def test_kvcached_short_pool_is_read_with_an_integer_or_a_float_free_size(tmp_path):
+    """kvcached logs ``available_size()=%d`` today; a release logged the size as a float (kvcached issue 191)."""
+    for free in ("9", "9.0"):
+        log = (f"(EngineCore_DP0 pid=10311) [kvcached][WARNING][2025-10-25 11:17:27][kv_cache_manager.py:164] "
+               f"available_size()={free} < need_size=30\n"
+               "(EngineCore_DP0 pid=10311) ERROR 10-25 11:17:27 [core.py:720] EngineCore encountered a fatal error.\n")
+        verdict = verdict_of(tmp_path, log)
+        assert verdict.kind.value == "fragmented" and f"({free} free where 30 were needed)" in verdict.headline
+    # a figure that is not a size is no reading of the pool
+    assert verdict_of(tmp_path, "available_size()=x < need_size=30\n").kind.value != "fragmented"
