@@ -54,3 +54,25 @@ def test_kvcached_short_pool_is_read_with_an_integer_or_a_float_free_size(tmp_pa
         assert verdict.kind.value == "fragmented" and f"({free} free where 30 were needed)" in verdict.headline
     # a figure that is not a size is no reading of the pool
     assert verdict_of(tmp_path, "available_size()=x < need_size=30\n").kind.value != "fragmented"
+
+
+_REPORT = "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}\n"
+
+
+def test_the_api_servers_start_up_report_alone_cannot_tell_a_timeout_from_a_crash(tmp_path):
+    """Round 41's cold-flashinfer-jit-engine-ready-timeout-gb10: a 600 s cold JIT that outlasted the ready wait, and
+    this one line pasted.  The report points at the engine core's own error above it, which decides."""
+    verdict = verdict_of(tmp_path, _REPORT)
+    assert verdict.kind.value == "unknown" and 0 < verdict.confidence <= 0.35
+    assert "engine core's own lines" in verdict.undecided and "outlasted its timeout" in verdict.headline
+    assert any("without an exit code" in note for note in verdict.notes)
+
+
+def test_the_start_up_report_beside_the_engine_cores_own_error_is_that_error(tmp_path):
+    # the engine core's error pasted beside the report (nemo-retriever-deepgemm-unavailable-engine-init-failed)
+    own = ("(EngineCore_DP0 pid=211) RuntimeError: DeepGEMM backend is not available or outdated.\n"
+           "(APIServer pid=99) " + _REPORT)
+    assert verdict_of(tmp_path, own).kind.value == "crashed"
+    # the engine core's fatal path in the log: its own crash, not the report, is the root cause
+    fatal = "(EngineCore_DP0 pid=211) ERROR 07-16 08:23:49 [core.py:866] EngineCore failed to start.\n" + _REPORT
+    assert verdict_of(tmp_path, fatal).kind.value == "crashed"

@@ -13,6 +13,9 @@ from tests.conftest import CORPUS
 CASES = sorted(p for p in CORPUS.iterdir() if (p / "case.json").exists())
 OTHER = {"crashed", "healthy", "unknown"}
 UNDECIDABLE_FROM_THE_LOG = {
+    # Blind round 41, high: the API server's "Engine core initialization failed. See root cause above. Failed core
+    # proc(s): {}" alone; the 600 s cold FlashInfer JIT that outlasted the ready wait is the thread's, in no line
+    "cold-flashinfer-jit-engine-ready-timeout-gb10": ("slow", "engine core's own lines"),
     # Blind round 40, medium each: V1 engine-core tracebacks cut before the exception — after weight loading with
     # no compile or profiling line (ci-v1), inside the scheduler's step (kvcached #197); "No available memory for
     # the cache blocks" and kvcached's "Cannot get 31 free blocks from the pool" are the threads' titles
@@ -350,9 +353,9 @@ NOT_A_VLLM_LOG = {
 
 
 def test_corpus_is_complete():
-    # 55 from ../shared/corpus + 25 + the cases collected blind in rounds 1–40 (HELDOUT.md) + one found at stop 24
+    # 55 from ../shared/corpus + 25 + the cases collected blind in rounds 1–41 (HELDOUT.md) + one found at stop 24
     # while reading NIXL's failure lines (dynamo-pd-xpu-decode-nixl-telemetry-transfer-exception)
-    assert len(CASES) == 761
+    assert len(CASES) == 762
     for case in CASES:
         meta = json.loads((case / "case.json").read_text())
         assert meta["source"].startswith("https://")

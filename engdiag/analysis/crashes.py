@@ -21,6 +21,8 @@ Domain facts encoded here (docs/verdicts.md, "Crashes"):
 
 from __future__ import annotations
 
+import re
+
 from engdiag.analysis.draft import Draft
 from engdiag.analysis.facts import Facts
 from engdiag.analysis.verdict import Kind, Role, Verdict
@@ -128,6 +130,20 @@ def other_fatal(facts: Facts) -> Verdict | None:
         draft.undecided = ("the engine core's lines before this (its 'EngineCore encountered a fatal error' traceback "
                            "and the exception that ends it)")
         return draft.done()
+    if exception is None and all(_start_up_report(e) for e in fatal) and not _other_errors(facts):
+        # only the API server's report that an engine core died at start-up ("Engine core initialization failed.
+        # See root cause above. Failed core proc(s): {}", v1/engine/utils.py wait_for_engine_startup): the cause is
+        # the core's own error, above it in the full log; a start-up step that outlasted the ready timeout ends this
+        # way too (cold-flashinfer-jit-engine-ready-timeout-gb10: a 600 s cold JIT, this line alone pasted)
+        draft = Draft(facts, Kind.UNKNOWN, 0.3, "unknown: an engine core died during start-up, and only the API "
+                      "server's report of it is in this log — a start-up step that outlasted its timeout (weight "
+                      "loading, compilation, kernel JIT), running out of memory or a crash all end this way")
+        draft.cite(root, Role.ROOT_CAUSE, "a consequence: the API server saw the engine core process end")
+        draft.undecided = ("the engine core's own lines above this one: the start-up step it was in and the exception "
+                           "that ended it (or `dmesg -T | grep -i -e oom -e killed` where it left none)")
+        if "Failed core proc(s): {}" in root.text:
+            draft.notes.append(_UNNAMED)
+        return draft.done()
     node = getattr(root.data, "name", None) or ""
     if root.signal is Signal.WORKER_DIED and node.startswith("Ray node") and not exception:
         # Ray's GCS marks a node dead when its raylet stops answering: crashed, OOM-killed, preempted — or too
@@ -157,10 +173,29 @@ def other_fatal(facts: Facts) -> Verdict | None:
         draft.undecided = "the first error of the dying process (often a CUDA error) is not in this log"
     unnamed = next((e for e in fatal if "Failed core proc(s): {}" in e.text), None)
     if unnamed is not None:
-        draft.notes.append("'Failed core proc(s): {}' means a start-up process exited without an exit code vLLM "
-                           "could read: its own traceback, or the host's OOM killer (dmesg), is the root cause")
+        draft.notes.append(_UNNAMED)
         draft.undecided = "the engine core's own last lines, and `dmesg -T | grep -i -e oom -e killed` on the host"
     return draft.cite_consequences(root).done()
+
+
+_UNNAMED = ("'Failed core proc(s): {}' means a start-up process exited without an exit code vLLM could read: its "
+            "own traceback, or the host's OOM killer (dmesg), is the root cause")
+
+
+def _start_up_report(event: Event) -> bool:
+    """The API server's report that an engine core process ended during start-up, pointing at the cause above it."""
+    return event.signal is Signal.ENGINE_FATAL and "See root cause above" in event.text
+
+
+_ERROR_LINE = re.compile(r"^.*\b[A-Za-z_]\w*(?:Error|Exception): .*$", re.MULTILINE)
+"""A line naming an exception (``RuntimeError: …``, behind any process tag or log prefix)."""
+
+
+def _other_errors(facts: Facts) -> bool:
+    """Does any line of the log's exceptions name an error other than the start-up report itself?  The engine core's
+    own error, pasted beside the report, is the cause (nemo-retriever-deepgemm-unavailable-engine-init-failed)."""
+    raised = facts.t.of(Signal.EXCEPTION, Signal.WORKER_EXCEPTION, Signal.PROCESS_EXCEPTION)
+    return any("See root cause above" not in line for e in raised for line in _ERROR_LINE.findall(e.text))
 
 
 def _cut_traceback(facts: Facts) -> Event | None:
