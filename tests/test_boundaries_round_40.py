@@ -76,3 +76,19 @@ def test_the_start_up_report_beside_the_engine_cores_own_error_is_that_error(tmp
     # the engine core's fatal path in the log: its own crash, not the report, is the root cause
     fatal = "(EngineCore_DP0 pid=211) ERROR 07-16 08:23:49 [core.py:866] EngineCore failed to start.\n" + _REPORT
     assert verdict_of(tmp_path, fatal).kind.value == "crashed"
+
+
+_DUMP = ("(EngineCore_DP0 pid=635544) ERROR 10-06 13:28:27 [logging_utils/dump_input.py:69] Dumping input data for V1 LLM "
+         "engine (v0.11.1) with config: model='meta-llama/Llama-3.1-8B-Instruct', enforce_eager=False\n")
+
+
+def test_the_engines_input_dump_is_a_step_that_raised_and_alone_names_the_exception_after_it(tmp_path):
+    """V1 dumps a step's input only when that step raised (core.py execute_model_with_error_logging): the engine was
+    serving, not starting (pp-multinode-slingshot-ray-hang read 'the log ends during start-up' before)."""
+    start = "(EngineCore_DP0 pid=635544) 2025-10-06 13:20:06,152\tINFO torch_tensor_accelerator_channel.py:833 -- Communicator group initialized.\n"
+    verdict = verdict_of(tmp_path, start + _DUMP)
+    assert verdict.kind.value == "unknown" and "a model step raised" in verdict.headline
+    assert "exception after the dump" in verdict.undecided
+    # the step's exception beside the dump names the fault
+    ima = "(EngineCore_DP0 pid=635544) ERROR 10-06 13:28:27 [core.py:710] RuntimeError: CUDA error: an illegal memory access was encountered\n"
+    assert verdict_of(tmp_path, start + _DUMP + ima).kind.value == "crashed"

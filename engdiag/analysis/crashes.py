@@ -22,6 +22,8 @@ Domain facts encoded here (docs/verdicts.md, "Crashes"):
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from engdiag.analysis.draft import Draft
 from engdiag.analysis.facts import Facts
@@ -119,28 +121,11 @@ def other_fatal(facts: Facts) -> Verdict | None:
         draft.cite(root, Role.CONSEQUENCE)
         draft.undecided = "the traceback's last line (the exception's name), in the full log"
         return draft.done()
-    if exception is None and all(e.signal is Signal.ENGINE_DEAD for e in fatal):
-        # only the API server's word that the engine died (EngineDeadError, "Engine loop is not running"): the
-        # engine core's own error, which names the cause, is not here, and an OOM, a CUDA error and a step
-        # timeout all end this way (llm-scaler-glm47-flash-enginedead-mem9996: the maintainer suspected memory)
-        draft = Draft(facts, Kind.UNKNOWN, 0.3, "unknown: the engine was reported dead (by the API server, or by the "
-                      "layer that runs it), and the engine core's own error is not in this log — running out of "
-                      "memory, a CUDA error or a step timeout all end this way")
-        draft.cite(root, Role.ROOT_CAUSE, "a consequence: the engine had already died")
-        draft.undecided = ("the engine core's lines before this (its 'EngineCore encountered a fatal error' traceback "
-                           "and the exception that ends it)")
-        return draft.done()
-    if exception is None and all(_start_up_report(e) for e in fatal) and not _other_errors(facts):
-        # only the API server's report that an engine core died at start-up ("Engine core initialization failed.
-        # See root cause above. Failed core proc(s): {}", v1/engine/utils.py wait_for_engine_startup): the cause is
-        # the core's own error, above it in the full log; a start-up step that outlasted the ready timeout ends this
-        # way too (cold-flashinfer-jit-engine-ready-timeout-gb10: a 600 s cold JIT, this line alone pasted)
-        draft = Draft(facts, Kind.UNKNOWN, 0.3, "unknown: an engine core died during start-up, and only the API "
-                      "server's report of it is in this log — a start-up step that outlasted its timeout (weight "
-                      "loading, compilation, kernel JIT), running out of memory or a crash all end this way")
-        draft.cite(root, Role.ROOT_CAUSE, "a consequence: the API server saw the engine core process end")
-        draft.undecided = ("the engine core's own lines above this one: the start-up step it was in and the exception "
-                           "that ended it (or `dmesg -T | grep -i -e oom -e killed` where it left none)")
+    report = _reported_only(facts, fatal) if exception is None else None
+    if report is not None:
+        draft = Draft(facts, Kind.UNKNOWN, 0.3, report.headline)
+        draft.cite(root, Role.ROOT_CAUSE, report.note)
+        draft.undecided = report.undecided
         if "Failed core proc(s): {}" in root.text:
             draft.notes.append(_UNNAMED)
         return draft.done()
@@ -178,13 +163,68 @@ def other_fatal(facts: Facts) -> Verdict | None:
     return draft.cite_consequences(root).done()
 
 
-_UNNAMED = ("'Failed core proc(s): {}' means a start-up process exited without an exit code vLLM could read: its "
-            "own traceback, or the host's OOM killer (dmesg), is the root cause")
+@dataclass(frozen=True)
+class _Report:
+    """A line that reports a death whose cause is printed elsewhere: with nothing else fatal in the log, an OOM, a
+    CUDA error and a timeout all end the same way, and the line that would decide is named."""
+
+    is_report: Callable[[Event], bool]
+    headline: str
+    note: str
+    undecided: str
+    alone: bool
+    """Only where no other line of the log names an error (one beside it is the cause)."""
 
 
 def _start_up_report(event: Event) -> bool:
     """The API server's report that an engine core process ended during start-up, pointing at the cause above it."""
     return event.signal is Signal.ENGINE_FATAL and "See root cause above" in event.text
+
+
+def _step_dump(event: Event) -> bool:
+    """The engine core's dump of a model step's input, printed only when that step raised."""
+    return event.signal is Signal.ENGINE_FATAL and "Dumping input data for V1 LLM engine" in event.text
+
+
+_REPORTS = (
+    # the API server's word that the engine died (EngineDeadError, "Engine loop is not running"): the engine core's
+    # own error is not here (llm-scaler-glm47-flash-enginedead-mem9996: the maintainer suspected memory)
+    _Report(lambda e: e.signal is Signal.ENGINE_DEAD,
+            "unknown: the engine was reported dead (by the API server, or by the layer that runs it), and the engine "
+            "core's own error is not in this log — running out of memory, a CUDA error or a step timeout all end "
+            "this way", "a consequence: the engine had already died",
+            "the engine core's lines before this (its 'EngineCore encountered a fatal error' traceback and the "
+            "exception that ends it)", alone=False),
+    # "Engine core initialization failed. See root cause above. Failed core proc(s): {}" (v1/engine/utils.py
+    # wait_for_engine_startup): the core's own error is above it in the full log; a start-up step past the ready
+    # timeout ends this way too (cold-flashinfer-jit-engine-ready-timeout-gb10: a 600 s cold JIT, this line alone)
+    _Report(_start_up_report,
+            "unknown: an engine core died during start-up, and only the API server's report of it is in this log — a "
+            "start-up step that outlasted its timeout (weight loading, compilation, kernel JIT), running out of "
+            "memory or a crash all end this way", "a consequence: the API server saw the engine core process end",
+            "the engine core's own lines above this one: the start-up step it was in and the exception that ended it "
+            "(or `dmesg -T | grep -i -e oom -e killed` where it left none)", alone=True),
+    # V1's dump of a step's input (core.py execute_model_with_error_logging, 0.9+), its exception cut off
+    # (pp-multinode-slingshot-ray-hang: the dump 8 minutes after a Ray compiled graph's first step began)
+    _Report(_step_dump,
+            "unknown: a model step raised (the engine core dumped its input for it), and its exception is not in this "
+            "log — a step that outlasted its timeout, a worker that died, a CUDA error or running out of memory all "
+            "end this way", "the engine core dumps a step's input only when that step raised",
+            "the exception after the dump: the last line of the engine core's 'EngineCore encountered a fatal error' "
+            "traceback", alone=True),
+)
+
+
+def _reported_only(facts: Facts, fatal: list[Event]) -> _Report | None:
+    """The kind of report every fatal line of the log is, when they are all one kind (and alone where it must be)."""
+    for report in _REPORTS:
+        if all(report.is_report(e) for e in fatal) and not (report.alone and _other_errors(facts)):
+            return report
+    return None
+
+
+_UNNAMED = ("'Failed core proc(s): {}' means a start-up process exited without an exit code vLLM could read: its "
+            "own traceback, or the host's OOM killer (dmesg), is the root cause")
 
 
 _ERROR_LINE = re.compile(r"^.*\b[A-Za-z_]\w*(?:Error|Exception): .*$", re.MULTILINE)

@@ -149,11 +149,22 @@ def placement_wait(facts: Facts) -> Verdict | None:
     """
     pg = [w for w in facts.model.waits if w.via == "placement group" and w.satisfiable is None]
     events = [e for e in facts.t.of(Signal.WAITING) if (e.source, e.line) in {(w.source, w.line) for w in pg}]
-    if not pg or not events or (pg[-1].seconds or 0) < PLACEMENT_STUCK_S:
+    if not pg or not events:
         return None
     last = events[-1]
     if any(is_startup_work(e) or is_progress(e) for e in facts.after(last)):
         return None  # placed after all: the start-up went on
+    if (pg[-1].seconds or 0) < PLACEMENT_STUCK_S:
+        # one warning at Ray Serve's first 30 s (rayllm-replica-never-scheduled-no-resources): a cluster still
+        # scaling up and one that lacks the GPUs read alike until the wait goes on
+        draft = Draft(facts, Kind.UNKNOWN, 0.3, f"unknown: Ray had not placed the engine's resources after "
+                      f"{pg[-1].seconds or 0:.0f} s, and the log ends there — a cluster still adding nodes and one "
+                      "that lacks the GPUs asked for look the same this early")
+        draft.cite(last, Role.ROOT_CAUSE, "a placement still pending")
+        draft.undecided = ("`ray status`: pending demands the cluster can never meet (stuck), or an autoscaler adding "
+                           "nodes (slow)")
+        draft.step("see what Ray can place and what it is waiting for", "ray status")
+        return draft.done()
     draft = Draft(facts, Kind.DEADLOCKED, 0.55,
                   f"deadlocked at start-up: Ray had not placed the engine's GPUs after {pg[-1].seconds:.0f} s — "
                   "the cluster lacks what the placement group asks for, a wait that cannot complete as it stands")

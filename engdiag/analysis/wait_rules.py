@@ -140,8 +140,8 @@ def _likely(root: Event) -> tuple[str, float, str | None] | None:
     failure (V0's check that the ranks' outputs agree)."""
     data = root.data
     if isinstance(data, Peer) and data.cut:
-        return (("deadlocked (likely): a CPU collective of the data-parallel group raised, and a gloo collective "
-                "fails only on its peers"), 0.5,
+        return (("deadlocked (likely): a CPU (gloo) collective raised, and a gloo collective fails only on its "
+                "peers"), 0.5,
                 ("the traceback's last line: 'Timed out waiting … for recv' (a rank that never entered), "
                 "'Connection closed/reset by peer' (a rank that died), 'op.preamble.length' (ranks that diverged)"))
     if _store_lost(root):

@@ -48,6 +48,12 @@ _RUNTIME_ABORT = re.compile(r"libc\+\+abi: |terminate called after throwing an i
 libstdc++'s wordings): a line of its own, never a tail (metal-command-buffer-oom-guidellm: after a stats line)."""
 _WRAP_ENDS = frozenset(",:;=([{-")
 """How a line cut mid-sentence ends: a separator that promises more."""
+_FRAME_ENDS = re.compile(r'^\s*File "[^"\n]+", line \d+, in [\w<>.]+\s*$')
+"""A traceback frame's whole header: the line after it is the frame's statement, even where the paste lost the
+indent that marks it (verl-multinode-vllm-init-kv-blocks-allreduce-timeout: ``… in determine_num_available_blocks``
+| ``dist.all_reduce(…)``, which a wrap join made ``…blocksdist.all_reduce(…)``)."""
+_NAME_TAIL = re.compile(r"\w+\s*$")
+"""A word alone: the rest of a frame header the paste cut inside its function's name (``in _allo`` | ``cate``)."""
 
 
 class Join(str, Enum):
@@ -87,6 +93,8 @@ def joins(prev: Piece, cur: Piece) -> Join | None:
         return Join.TRACEBACK
     if prev_blank:
         return None
+    if _FRAME_ENDS.search(prev.msg) and not _NAME_TAIL.match(cur.msg):
+        return Join.TRACEBACK
     if _word_wrapped(prev, cur):
         return Join.WRAP
     if tracebackish(cur.msg):

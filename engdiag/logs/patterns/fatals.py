@@ -140,6 +140,10 @@ STALLS_TIMEOUTS_FATALS: tuple[Rule, ...] = (
     # early V1 (0.7.x–0.8.4): "EngineCore hit an exception: %s" v1/engine/core.py:291 (0.7.3), :387 (0.8.4)
     Rule(Signal.ENGINE_FATAL, "EngineCore hit an exception", _c(r"EngineCore hit an exception"), _failure("busy loop")),
     Rule(Signal.ENGINE_FATAL, "EngineCore failed to start", _c(r"EngineCore failed to start"), _failure("start-up")),
+    # V1's engine core dumps its config and the step's scheduler output only when a model step raised
+    # (core.py execute_model_with_error_logging → dump_engine_exception, 0.9+): the step failed, so serving had begun
+    # (pp-multinode-slingshot-ray-hang: the dump 8 minutes after the Ray compiled graph's first step began)
+    Rule(Signal.ENGINE_FATAL, "Dumping input data for V1", _c(r"Dumping input data for V1 LLM engine"), _failure("model step")),
     # "Engine core initialization failed. See root cause above. Failed core proc(s): {...}" v1/engine/utils.py
     # (0.10.1+; 0.34:1478, the dict may be empty `{}`); 0.32+ also "Frontend process failed during engine core
     # initialization. ..." (0.34:1473).

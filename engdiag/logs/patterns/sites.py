@@ -91,8 +91,22 @@ def _ends_allocating(text: str) -> bool:
     return _ALLOCATION_CALL.search(statement) is not None
 
 
+_COLLECTIVE_CODE = re.compile(r"torch/distributed/")
+
+
+def _ends_in_collective(text: str) -> bool:
+    """Does the traceback end inside torch.distributed?  A process that raised there raised in a collective, whose
+    errors are its peers' (one that never came, or left), whatever step called it: V0's
+    ``determine_num_available_blocks`` all-reduces the profiled block count over the CPU group after profiling
+    (verl-multinode-vllm-init-kv-blocks-allreduce-timeout: its traceback cut in ``c10d_logger``'s wrapper)."""
+    frames = _FRAME.findall(text)
+    return bool(frames) and _COLLECTIVE_CODE.search(frames[-1][0]) is not None
+
+
 def traceback_site(text: str) -> str | None:
     """Where in vLLM a traceback passes that says what the process was doing when it raised."""
+    if _ends_in_collective(text):
+        return None
     site = next((ALLOCATING + what for frames, what in _ALLOCATING_FRAMES if frames.search(text)), None)
     if site is None and _ends_allocating(text):
         site = ALLOCATING + ALLOCATION

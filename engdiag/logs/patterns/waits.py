@@ -451,6 +451,15 @@ WAITS: tuple[Rule, ...] = (
         _c(r"TIMEOUT: device timeout(?: in (?P<q>[\w ]+?))?, potential hang detected"),
         lambda m, t: [Timeout(call=f"tt-metal's device wait{' (' + m['q'] + ')' if m['q'] else ''}", guard=TT_METAL)],
     ),
+    # the same watchdog's handler in later tt-metal (MetalContext::on_dispatch_timeout_detected, metal_context.cpp):
+    # tt-logger's "… | error | Metal | Timeout detected (metal_context.cpp:778)", then the Inspector's data and the
+    # tt-triage command it runs (tt-qwen36-27b-prefill-dispatch-timeout: the first prefill, then the engine core died)
+    Rule(
+        Signal.COMM_TIMEOUT,
+        "Metal | Timeout detected",
+        _c(r"Metal \| Timeout detected\b"),
+        lambda m, t: [Timeout(call="tt-metal's dispatch wait", guard=TT_METAL)],
+    ),
     Rule(
         Signal.COMM_TIMEOUT,
         "DeepEP error: timeout",
