@@ -207,8 +207,12 @@ MEMORY: tuple[Rule, ...] = (
     # memory" (hipGetErrorString's wording for hipErrorOutOfMemory, ROCm clr hip_error.cpp); vLLM's sleep-mode
     # allocator (csrc/cumem_allocator.cpp CUDA_CHECK): "[vllm_allocator_adaptor_c] CUDA Error: out of memory at
     # .../cumem_allocator.cpp:N", before 0.8 without the tag (rlhf-sleep-wakeup-cumem-oom: wake_up on a full GPU)
+    # Triton's CUDA driver check (third_party/nvidia/backends/driver.c gpuAssert: "Triton Error [CUDA]: %s" with
+    # cuGetErrorString's "out of memory"), as an autotuner's benchmark buffers or a kernel launch find the GPU full
+    # (qwen35-35b-5090-triton-autotune-oom: the GDN kernels' autotune on the first request)
     Rule(Signal.CUDA_OOM, "out of memory",
-         _c(r"(?:CUDA|HIP) out of memory|(?:CUDA|HIP) (?:driver )?[Ee]rror: out of memory"), _oom),
+         _c(r"(?:CUDA|HIP) out of memory|(?:CUDA|HIP) (?:driver )?[Ee]rror: out of memory|"
+            r"Triton Error \[CUDA\]: out of memory"), _oom),
     Rule(Signal.CUDA_OOM, "hipErrorOutOfMemory", _c(r"hipErrorOutOfMemory"), _oom),
     # PyTorch's caching allocator warning as an allocation fails for want of device memory (torch 2.9+:
     # "[W804 …  CUDACachingAllocator.cpp:3933] memory allocation failed with OOM on device 3 while trying to
