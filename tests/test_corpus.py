@@ -13,6 +13,12 @@ from tests.conftest import CORPUS
 CASES = sorted(p for p in CORPUS.iterdir() if (p / "case.json").exists())
 OTHER = {"crashed", "healthy", "unknown"}
 UNDECIDABLE_FROM_THE_LOG = {
+    # The engine core's 60 s shared-memory notice with nothing around it (stop 25; blind rounds 23, 15, 23 and 45,
+    # labelled slow, memory, deadlocked, slow): what the workers were doing then decides, never a benign reading
+    "dsv32-h200-long-load-shm-broadcast-warning": ("slow", "what the workers were doing then"),
+    "gb10-dual-spark-unified-memory-sample-tokens-timeout": ("fragmented", "what the workers were doing then"),
+    "wan22-omni-video-gen-shm-no-block-after-14h": ("deadlocked", "what the workers were doing then"),
+    "vllm-ascend-npu-graph-compile-shm-broadcast-60s": ("slow", "what the workers were doing then"),
     # Blind round 45, low each: start-ups that stop where they stop (one rank's NCCL set-up under Ray on EKS; V0
     # workers ready on OpenShift); the hang is the reporters' word
     "eks-lws-ray-pp-nccl-hang": ("deadlocked", "lines after this point"),
@@ -389,10 +395,6 @@ _UNDIAGNOSED_V0_STEP = (
     "the thread never diagnosed it"
 )
 READ_OTHERWISE = {
-    # Blind round 45, high: one unprefixed "No available shared memory broadcast block found in 60 seconds" line
-    "vllm-ascend-npu-graph-compile-shm-broadcast-60s":
-        "one 60 s notice with no process named reads as a long step or an idle wait, which nothing killed (healthy); "
-        "that the workers were compiling ACL graphs for longer is the reporter's and the maintainer's, in no line",
     # Blind round 44, low: index-tts-vllm's V0 engine, "Engine iteration timed out" alone (the thread undiagnosed)
     "index-tts-vllm-engine-iteration-timeout":
         "a V0 step that outlasted the iteration timeout reads as slow, as the corpus's diagnosed iteration timeouts "
@@ -495,14 +497,6 @@ READ_OTHERWISE = {
     "8xa100-27-reqs-zero-throughput-iteration-timeout-undiagnosed": _UNDIAGNOSED_V0_STEP,
     "qwen2-vl-single-request-iteration-timeout-undiagnosed": _UNDIAGNOSED_V0_STEP,
     "v0-engine-iteration-timeout-qwen72b-a800-undiagnosed": _UNDIAGNOSED_V0_STEP,
-    # Blind round 23, medium: one shm wait line pasted after "it takes a long time to load the model" (slow,
-    # wontfix); low: one API-server shm wait during a video job's status polls after 14 hours (deadlocked).
-    "dsv32-h200-long-load-shm-broadcast-warning":
-        "a single shared-memory wait is benign on its own (a long step or start-up work); the long load that made "
-        "it slow is the reporter's sentence, in no line",
-    "wan22-omni-video-gen-shm-no-block-after-14h":
-        "a single 60 s wait while a diffusion job runs reads as one long step; the worker that stopped for good "
-        "is the reporter's word, in no line",
     # Blind round 21, low: an eval harness's 1800 s health wait expiring and nothing from the server; the
     # maintainer's server log (a request added 45 minutes earlier, then nothing) is not in the excerpt
     "tt-ci-vllm-v0-server-apparent-hang-1800s-health-wait":
@@ -558,10 +552,6 @@ READ_OTHERWISE = {
     "areal-vllm-paused-after-disk-weight-update-rollout-hang":
         "the one vLLM line is an idle engine (0 running, 0 waiting); the pause that kept the trainer's requests "
         "out is in no line, so the engine's own log reads healthy",
-    # Blind round 15, low (the reporter's hypothesis, closed without a fix):
-    "gb10-dual-spark-unified-memory-sample-tokens-timeout":
-        "the one vLLM line is a single 60 s shared-memory wait, benign on its own; the unified-memory pressure "
-        "the reporter suspects shows only in their own monitor's 'mem avail' lines, which vLLM never prints",
     # Blind round 17, medium (labelled a configuration gap by the PR that added the missing NCCL/EFA settings):
     "eks-pp2-cross-node-nccl-nvls-init-network-error":
         "NCCL's 'remote process exited or there was a network error' forming the first cross-node group is a "

@@ -239,6 +239,24 @@ def refused_operation(facts: Facts) -> Verdict | None:
     return draft.done()
 
 
+def _bare_core_stall(facts: Facts, stalls: list[Event]) -> Verdict:
+    """The engine core's 60 s shared-memory notice with nothing around it: no serving, no start-up work, no failure.
+
+    The notice says the workers are hanging or doing long work; alone it cannot say which.  Four collectors labelled
+    such pastes slow (dsv32-h200-long-load-shm-broadcast-warning, vllm-ascend-npu-graph-compile-shm-broadcast-60s),
+    deadlocked (wan22-omni-video-gen-shm-no-block-after-14h) and memory (gb10-dual-spark-unified-memory-sample-
+    tokens-timeout), never benign: what the workers were doing decides.
+    """
+    draft = Draft(facts, Kind.UNKNOWN, 0.3, "unknown: the engine core waited on its workers past the shared-memory "
+                  "notice's 60 s, and nothing else here says whether they were working (a long step, compilation, "
+                  "weight loading: slow) or stuck")
+    draft.cite(stalls[0], Role.ROOT_CAUSE, "the engine core waiting on its workers")
+    draft.undecided = ("what the workers were doing then: their own lines (loading, compiling, a long prefill) or a "
+                       "stack capture (engdiag snapshot); the notice repeating minute after minute with nothing else "
+                       "means stuck")
+    return draft.done()
+
+
 def quiet(facts: Facts) -> Verdict | None:
     """No incident: at most shared-memory waits that idle workers and start-up work print."""
     if not facts.events:
@@ -254,7 +272,7 @@ def quiet(facts: Facts) -> Verdict | None:
         elif facts.startup_work_before(core_stalls[0]):
             reason = "start-up work (compile, weight loading, warm-up)"
         else:
-            reason = "a long step or start-up work (not repeated minute after minute)"
+            return _bare_core_stall(facts, core_stalls)
         draft = Draft(facts, Kind.HEALTHY, 0.6, f"healthy: the shared-memory wait lines are {reason}")
         for event in stalls[:2]:
             draft.cite(event, Role.CONTEXT, "benign on an idle worker and during start-up")
