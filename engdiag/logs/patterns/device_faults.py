@@ -44,6 +44,9 @@ DEVICE_FAULTS: tuple[Rule, ...] = (
     Rule(Signal.CUDA_ERROR, "device-side assert", _c(r"device-side assert triggered")),
     Rule(Signal.CUDA_ERROR, "unspecified launch failure", _c(r"unspecified launch failure")),
     Rule(Signal.CUDA_ERROR, "CUDA error: ", _c(r"CUDA error: (?!out of memory|CUBLAS_STATUS_ALLOC_FAILED)[^\n]{0,200}")),
+    # the same check in PyTorch's ROCm build, hipified: "HIP error: invalid device function" (hipGetErrorString's
+    # words; rocm-hip-invalid-device-function-v0: a kernel not built for the GPU's architecture)
+    Rule(Signal.CUDA_ERROR, "HIP error: ", _c(r"HIP error: (?!out of memory)[^\n]{0,200}")),
     Rule(
         Signal.CUDA_ERROR,
         "NCCL error",
