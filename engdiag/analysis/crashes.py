@@ -232,8 +232,8 @@ _ERROR_LINE = re.compile(r"^.*\b[A-Za-z_]\w*(?:Error|Exception): .*$", re.MULTIL
 
 
 def _other_errors(facts: Facts) -> bool:
-    """Does any line of the log's exceptions name an error other than the start-up report itself?  The engine core's
-    own error, pasted beside the report, is the cause (nemo-retriever-deepgemm-unavailable-engine-init-failed)."""
+    """Does any line of the log's exceptions name an error other than the API server's start-up report?  The engine
+    core's own error, pasted beside a report, is the cause (nemo-retriever-deepgemm-unavailable-engine-init-failed)."""
     raised = facts.t.of(Signal.EXCEPTION, Signal.WORKER_EXCEPTION, Signal.PROCESS_EXCEPTION)
     return any("See root cause above" not in line for e in raised for line in _ERROR_LINE.findall(e.text))
 
