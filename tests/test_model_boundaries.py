@@ -730,8 +730,10 @@ def test_torch_npus_aicore_timeout_after_a_shm_wait_is_a_device_fault_and_the_wa
     for device_line in ("[Error]: The aicore execution times out.", "[Error]: The aicore execution is abnormal."):
         verdict = verdict_of(tmp_path, _SHM + device_line + "\n")
         assert verdict.kind.value == "crashed" and "aicore" in verdict.headline
-    assert verdict_of(tmp_path, _SHM).kind.value == "healthy"
-    assert verdict_of(tmp_path, _SHM + "[Error]: The aicore execution finished.\n").kind.value == "healthy"
+    # the wait alone is no device fault: what the workers were doing decides (stop 25: never read as benign)
+    for text in (_SHM, _SHM + "[Error]: The aicore execution finished.\n"):
+        verdict = verdict_of(tmp_path, text)
+        assert verdict.kind.value == "unknown" and "what the workers were doing then" in verdict.undecided
 
 
 _RENDEZVOUS = """\
