@@ -11,6 +11,7 @@ import shlex
 from engdiag.analysis.facts import KV_HIGH_PCT, Facts, stalled
 from engdiag.analysis.verdict import Kind, MemoryKind, Step
 from engdiag.logs.events import Event, Failure, NcclWork, Signal
+from engdiag.logs.patterns.kernel import OOM_KILLED
 from engdiag.timeouts import knobs
 from engdiag.timeouts.advice import capture_advice, probe_advice, recommend_command, timeout_advice
 
@@ -177,11 +178,19 @@ def _memory_steps(facts: Facts, sub_kind: MemoryKind | None) -> list[Step]:
     ]
 
 
+def _oom_killer(facts: Facts) -> bool:
+    """Did the kernel's OOM killer wake, or report a process it killed?"""
+    return bool(facts.t.counts.get(Signal.HOST_OOM)) or any(
+        OOM_KILLED in (getattr(e.data, "name", None) or "") for e in facts.t.of(Signal.WORKER_DIED))
+
+
 def ruled_out(facts: Facts, kind: Kind) -> list[str]:
     """One sentence per other verdict saying why it does not fit."""
     t = facts.t
     reasons: list[str] = []
-    if kind is not Kind.FRAGMENTED and not t.counts.get(Signal.CUDA_OOM):
+    if kind is not Kind.FRAGMENTED and not t.counts.get(Signal.CUDA_OOM) and _oom_killer(facts):
+        reasons.append("not GPU memory: the kernel's OOM killer freed host memory; no CUDA out-of-memory error")
+    elif kind is not Kind.FRAGMENTED and not t.counts.get(Signal.CUDA_OOM):
         peak = facts.kv_peak
         if peak is None or peak < KV_HIGH_PCT:
             kv = f"KV cache usage peaked at {peak:.1f}%" if peak is not None else "no KV usage figures"

@@ -28,6 +28,7 @@ from engdiag.analysis import (
     crashes,
     external_guards,
     guards,
+    host_memory,
     kv_load,
     kv_transfer,
     lmcache,
@@ -48,6 +49,7 @@ from engdiag.logs.events import Event, Rendezvous, Signal
 
 _HARD = (
     Signal.CUDA_OOM,
+    Signal.HOST_OOM,
     Signal.KV_CACHE_INSUFFICIENT,
     Signal.CUDA_ERROR,
     Signal.FATAL_SIGNAL,
@@ -72,6 +74,8 @@ def root_fault(facts: Facts) -> Verdict | None:
         return None  # a step guard fired first: the collective timeouts after it are its consequences
     if root.signal is Signal.CUDA_OOM:
         return memory.oom(facts, root)
+    if root.signal is Signal.HOST_OOM or host_memory.killed_by_oom_killer(root):
+        return host_memory.kernel_oom(facts, root)
     if root.signal is Signal.SHM_TOO_SMALL:
         return crashes.shm_too_small(facts)
     if root.signal is Signal.KV_CACHE_INSUFFICIENT:

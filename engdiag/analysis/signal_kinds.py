@@ -34,6 +34,7 @@ FATAL = frozenset(
         Signal.NCCL_WATCHDOG_TIMEOUT,
         Signal.FATAL_SIGNAL,
         Signal.CUDA_OOM,
+        Signal.HOST_OOM,
         Signal.CUDA_ERROR,
         Signal.KV_CACHE_INSUFFICIENT,
     }
@@ -52,6 +53,7 @@ ANOMALIES = FATAL | frozenset(
         Signal.STACK_DUMP,
         Signal.KV_BUFFER_FULL,
         Signal.SHM_TOO_SMALL,
+        Signal.DRIVER_NO_MEMORY,
         Signal.KV_POOL_EXHAUSTED,
         Signal.KV_LEASE_EXPIRED,
         Signal.KV_READ_LATE,

@@ -88,6 +88,12 @@ class Signal(str, Enum):
     not finishing earlier work."""
     OPERATOR_STOP = "operator_stop"
     """Someone asked the server to stop (SIGTERM, a drain)."""
+    HOST_OOM = "host_oom"
+    """The kernel's OOM killer (dmesg): an allocation found the host's memory, or a container's memory cgroup, full;
+    it kills a process to free memory, which dies without a word of its own."""
+    DRIVER_NO_MEMORY = "driver_no_memory"
+    """The NVIDIA kernel driver could not get memory for an allocation (NVRM ``NV_ERR_NO_MEMORY``, or its allocator
+    in the OOM killer's call trace): on a machine whose GPU shares host memory, the GPU's memory ran out."""
     SHM_TOO_SMALL = "shm_too_small"
     """A shared-memory segment that /dev/shm has no room for (NCCL's, vLLM's broadcast buffer): a container's."""
     KV_BUFFER_FULL = "kv_buffer_full"

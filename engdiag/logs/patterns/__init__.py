@@ -19,6 +19,7 @@ from engdiag.logs.patterns.base import Rule, last_exception
 from engdiag.logs.patterns.captures import CAPTURES
 from engdiag.logs.patterns.fatals import STALLS_TIMEOUTS_FATALS
 from engdiag.logs.patterns.guards import GUARDS, SHUTDOWN
+from engdiag.logs.patterns.kernel import KERNEL
 from engdiag.logs.patterns.kv_transfer import KV_TRANSFER
 from engdiag.logs.patterns.lmcache import LMCACHE
 from engdiag.logs.patterns.memory import MEMORY, size_bytes
@@ -45,6 +46,7 @@ RULES: tuple[Rule, ...] = (
     *PROGRESS,
     *STARTUP,
     *MEMORY,
+    *KERNEL,
     *STALLS_TIMEOUTS_FATALS,
     *WAITS,
     *KV_TRANSFER,

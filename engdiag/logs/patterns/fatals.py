@@ -265,12 +265,6 @@ STALLS_TIMEOUTS_FATALS: tuple[Rule, ...] = (
         _c(r"Worker (?P<name>\S+) pid \d+ died, exit code: (?P<code>-?\d+)"),
         lambda m, t: [Failure(name=m["name"], exit_code=int(m["code"]))],
     ),
-    Rule(
-        Signal.WORKER_DIED,
-        "Out of memory: Killed process",
-        _c(r"Out of memory: Killed process (?P<pid>\d+) \((?P<n>[^)]+)\)"),
-        lambda m, t: [Failure(name=f"{m['n']} pid {m['pid']} (host OOM killer)", exit_code=-9)],
-    ),
     # the shell's own report of its foreground job dying of SIGKILL: "Killed" on a line of its own, or bash's
     # "line 1:  1234 Killed   python -m vllm…" — the kernel's OOM killer or an operator's kill -9
     # (jetson-orin-nx-gguf-killed-after-kv-alloc: right after V0 sized the KV cache and its CPU swap space)
