@@ -33,6 +33,11 @@ def _pad(text: str) -> str:
     return f" {text}" if text else ""
 
 
+def _free(numbers: CudaOom) -> str:
+    """", with N free" when the message's free figure survived the paste."""
+    return f" with {format_bytes(numbers.free)} free" if numbers.free is not None else ""
+
+
 _XLA = "Ran out of memory in memory space"
 """XLA's compile-time OOM (TPU): a program's figures against one memory space, no allocator cache involved."""
 _BANKED = "Not enough space to allocate"
@@ -94,8 +99,8 @@ def oom(facts: Facts, root: Event) -> Verdict:
         draft.sub_kind = MemoryKind.EXHAUSTION
         if tried is not None and reserved is not None:
             draft.headline = (
-                f"GPU memory exhausted{_pad(when)}: CUDA OOM asking for {format_bytes(tried)} with "
-                f"{format_bytes(numbers.free)} free and only {format_bytes(reserved)} reserved-but-unallocated"
+                f"GPU memory exhausted{_pad(when)}: CUDA OOM asking for {format_bytes(tried)}{_free(numbers)} and "
+                f"only {format_bytes(reserved)} reserved-but-unallocated"
             )
             note = "little reserved-but-unallocated memory: not fragmentation, the GPU is full"
         elif tried is not None and _BANKED in root.text:
@@ -110,9 +115,9 @@ def oom(facts: Facts, root: Event) -> Verdict:
         elif tried is not None:
             # older messages, other accelerators and cut pastes print no reserved figure: no claim either way
             device = _device(root.text)
-            oom = "CUDA OOM" if "CUDA" in root.text else "OOM"
-            draft.headline = (f"{device} memory exhausted{_pad(when)}: {oom} asking for {format_bytes(tried)} with "
-                              f"{format_bytes(numbers.free)} free")
+            named = _DEVICE_OOM.search(root.text)
+            oom = f"{named[1]} OOM" if named else "OOM"
+            draft.headline = f"{device} memory exhausted{_pad(when)}: {oom} asking for {format_bytes(tried)}{_free(numbers)}"
             note = "the message prints no reserved-but-unallocated figure, so fragmentation is not ruled out"
         else:
             device = _device(root.text)
@@ -142,6 +147,9 @@ def _excerpt(text: str) -> str:
     start = text.rfind(" ", 0, found.start() - 20) + 1 if found is not None and found.start() > 80 else 0
     return text[start:start + 140]
 
+
+_DEVICE_OOM = re.compile(r"\b(CUDA|HIP|NPU|XPU|HPU|MPS) out of memory")
+"""The device an allocator's OOM message names (torch_npu's and IPEX's messages mirror CUDA's)."""
 
 _SLEEP_ALLOCATOR = "cumem_allocator"
 """vLLM's sleep-mode allocator (csrc/cumem_allocator.cpp) names its file in its CUDA errors."""

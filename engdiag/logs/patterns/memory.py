@@ -113,7 +113,9 @@ def _oom(match: re.Match[str], text: str) -> Iterable[Payload]:
             device=int(old["dev"]),
         )
         return
-    yield CudaOom()
+    # the message's figures on lines of their own (a paste that broke it up), or only some of them left
+    yield CudaOom(tried=size_bytes(_group(_OOM_TRIED, line, "v")), free=size_bytes(_group(_OOM_FREE, line, "v")),
+                  reserved_unallocated=size_bytes(_group(_OOM_RESERVED, line, "v")))
 
 
 def _group(pattern: re.Pattern[str], text: str, name: str) -> str | None:
@@ -133,6 +135,9 @@ _OOM_ALLOC = re.compile(
 _OOM_INUSE = re.compile(
     rf"(?:Including non-PyTorch memory, this process has|Process \d+ has) (?P<inuse>{_SIZE}) memory in use"
 )
+_OOM_TRIED = re.compile(rf"Tried to allocate (?P<v>{_SIZE})")
+_OOM_FREE = re.compile(rf"(?P<v>{_SIZE}) (?:is )?free\b")
+_OOM_RESERVED = re.compile(rf"(?P<v>{_SIZE}) is reserved by PyTorch but unallocated")
 _OOM_OLD = re.compile(
     rf"Tried to allocate (?P<tried>{_SIZE}) \(GPU (?P<dev>\d+); (?P<total>{_SIZE}) total capacity; "
     rf"(?P<alloc>{_SIZE}) already allocated; (?P<free>{_SIZE}) free; "
@@ -317,6 +322,11 @@ MEMORY: tuple[Rule, ...] = (
     # ...", when a paste kept it without the "CUDA out of memory." before it
     # (cudagraph-capture-oom-at-0.98-gpu-util-5090-laptop: three wrapped lines of the message, nothing else).
     Rule(Signal.CUDA_OOM, "Tried to allocate ", _c(rf"Tried to allocate {_SIZE}(?:\. GPU \d+ has a total| \(GPU \d+;)"), _oom),
+    # its reserved-but-unallocated figure, which tells fragmentation from a full GPU, on a line of its own below
+    # the rest (glm52-pcp4-ci-moe-workspace-oom: "CUDA out of memory. Tried to allocate 24.43 GiB." / "15.36 GiB is
+    # free" / "23.97 GiB is reserved by PyTorch but unallocated"); only PyTorch's OOM message says it
+    Rule(Signal.CUDA_OOM, "is reserved by PyTorch but unallocated",
+         _c(rf"{_SIZE} is reserved by PyTorch but unallocated"), _oom),
     Rule(Signal.KV_CACHE_INSUFFICIENT, "No available memory for the cache blocks", _c(r"No available memory for the cache blocks")),
     Rule(Signal.KV_CACHE_INSUFFICIENT, "larger than the available KV cache memory", _c(r"larger than the available KV cache memory")),
     # The same ValueError's opening, the rest cut by a paste ("… max seq len (100000), (4.26 GiB KV cach":

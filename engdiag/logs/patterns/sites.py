@@ -39,6 +39,10 @@ _FORWARD_CALL = re.compile(r"forward|_call_impl")
 """A frame of the forward itself (``forward``, ``_forward_core``, torch's ``_call_impl``): code under the model's
 folders also builds the model (llm-d-dp16-dev-shm-exhausted-nccl-crashloop: a fused-MoE layer's set-up ran out of
 /dev/shm, not of GPU memory)."""
+_FUNCTION_APPLY = re.compile(r"torch/autograd/function\.py$")
+"""``torch.autograd.Function.apply``, which runs the Function's ``forward``: the FLA kernels of linear attention
+are called that way (qwen35-awq-rtx5090-triton-oom-solve-tril: ``ChunkGatedDeltaRuleFunction.apply`` on a
+request's prefill, its Triton autotuner's OOM past the paste)."""
 FORWARD = "the model's forward pass, whose activations grow with the batch"
 _RERAISED_NOT_OOM = re.compile(r"line \d+, in _dummy_(?:sampler|pooler)_run[ \t]*\n[^\n]*?\sraise e[ \t]*$", re.MULTILINE)
 """V1's sampler and pooler warm-ups turn an out-of-memory RuntimeError into their own "CUDA out of memory occurred
@@ -65,7 +69,8 @@ def _in_forward(text: str) -> bool:
     if not frames or not _FORWARD_CODE.search(frames[-1][0]) or _RERAISED_NOT_OOM.search(text):
         return False
     below = frames[next(i for i, (path, _) in enumerate(frames) if _FORWARD_CODE.search(path)):]
-    return (any(_FORWARD_CALL.search(function) for _, function in below)
+    return (any(_FORWARD_CALL.search(function) or (function == "apply" and _FUNCTION_APPLY.search(path))
+                for path, function in below)
             and not any(_NOT_THE_FORWARD.search(path) for path, _ in below))
 
 
