@@ -33,3 +33,17 @@ def test_a_cut_inside_an_autograd_functions_apply_died_in_the_forward(tmp_path):
     # the same frames without a call that runs a forward may be a layer's set-up: no memory reading
     other = verdict_of(tmp_path, _FRAMES.format(call="load_weights"))
     assert other.kind.value != "fragmented"
+
+
+_NPU_OOM = ("RuntimeError: NPU out of memory. Tried to allocate 4.50 GiB (NPU 1; 60.96 GiB total capacity; 52.87 GiB "
+            "already allocated; 52.87 GiB current active; 2.77 GiB free; {resv} reserved in total by PyTorch) If reserved "
+            "memory is >> allocated memory try setting max_split_size_mb to avoid fragmentation.\n")
+
+
+def test_torch_npus_oom_figures_are_read_as_pytorchs_old_cuda_message(tmp_path):
+    """torch_npu mirrors PyTorch's old CUDA message, with a "current active" figure (ascend-qwen25vl-vit-allgather-
+    npu-oom: 56.89 GiB reserved in total, 52.87 GiB allocated: 4.02 GiB unallocated against 4.50 GiB asked for)."""
+    split = verdict_of(tmp_path, _NPU_OOM.format(resv="56.89 GiB"))
+    assert split.sub_kind.value == "fragmentation" and split.headline.startswith("device memory fragmented: NPU OOM")
+    full = verdict_of(tmp_path, _NPU_OOM.format(resv="53.00 GiB"))
+    assert full.sub_kind.value == "exhaustion" and "NPU OOM asking for 4.50 GiB with 2.77 GiB free" in full.headline

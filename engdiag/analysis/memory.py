@@ -91,7 +91,7 @@ def oom(facts: Facts, root: Event) -> Verdict:
         draft.sub_kind = MemoryKind.FRAGMENTATION
         draft.confidence = 0.85 if reserved >= tried else 0.65
         draft.headline = (
-            f"GPU memory fragmented{_pad(when)}: CUDA OOM asking for {format_bytes(tried)} while "
+            f"{_device(root.text)} memory fragmented{_pad(when)}: {_oom_name(root.text)} asking for {format_bytes(tried)} while "
             f"{format_bytes(reserved)} sat reserved but unallocated in PyTorch's cache"
         )
         note = "reserved-but-unallocated ≥ the failed request: the memory exists but is split"
@@ -99,7 +99,8 @@ def oom(facts: Facts, root: Event) -> Verdict:
         draft.sub_kind = MemoryKind.EXHAUSTION
         if tried is not None and reserved is not None:
             draft.headline = (
-                f"GPU memory exhausted{_pad(when)}: CUDA OOM asking for {format_bytes(tried)}{_free(numbers)} and "
+                f"{_device(root.text)} memory exhausted{_pad(when)}: {_oom_name(root.text)} asking for "
+                f"{format_bytes(tried)}{_free(numbers)} and "
                 f"only {format_bytes(reserved)} reserved-but-unallocated"
             )
             note = "little reserved-but-unallocated memory: not fragmentation, the GPU is full"
@@ -114,10 +115,8 @@ def oom(facts: Facts, root: Event) -> Verdict:
             note = "XLA's own figures: the program needs more than the memory space holds"
         elif tried is not None:
             # older messages, other accelerators and cut pastes print no reserved figure: no claim either way
-            device = _device(root.text)
-            named = _DEVICE_OOM.search(root.text)
-            oom = f"{named[1]} OOM" if named else "OOM"
-            draft.headline = f"{device} memory exhausted{_pad(when)}: {oom} asking for {format_bytes(tried)}{_free(numbers)}"
+            draft.headline = (f"{_device(root.text)} memory exhausted{_pad(when)}: {_oom_name(root.text)} asking for "
+                              f"{format_bytes(tried)}{_free(numbers)}")
             note = "the message prints no reserved-but-unallocated figure, so fragmentation is not ruled out"
         else:
             device = _device(root.text)
@@ -242,6 +241,12 @@ def _device(text: str) -> str:
 
 
 _GPU_WORDS = re.compile(r"cuda|gpu", re.IGNORECASE)
+
+
+def _oom_name(text: str) -> str:
+    """The OOM as its message names it ("NPU OOM" for torch_npu's, which mirrors PyTorch's CUDA message)."""
+    named = _DEVICE_OOM.search(text)
+    return f"{named[1]} OOM" if named else "CUDA OOM" if _device(text) == "GPU" else "OOM"
 
 
 def allocating_sites(facts: Facts) -> list[Event]:

@@ -139,8 +139,8 @@ _OOM_TRIED = re.compile(rf"Tried to allocate (?P<v>{_SIZE})")
 _OOM_FREE = re.compile(rf"(?P<v>{_SIZE}) (?:is )?free\b")
 _OOM_RESERVED = re.compile(rf"(?P<v>{_SIZE}) is reserved by PyTorch but unallocated")
 _OOM_OLD = re.compile(
-    rf"Tried to allocate (?P<tried>{_SIZE}) \(GPU (?P<dev>\d+); (?P<total>{_SIZE}) total capacity; "
-    rf"(?P<alloc>{_SIZE}) already allocated; (?P<free>{_SIZE}) free; "
+    rf"Tried to allocate (?P<tried>{_SIZE}) \((?:GPU|NPU) (?P<dev>\d+); (?P<total>{_SIZE}) total capacity; "
+    rf"(?P<alloc>{_SIZE}) already allocated; (?:{_SIZE} current active; )?(?P<free>{_SIZE}) free; "
     rf"(?P<resv>{_SIZE}) reserved in total by PyTorch\)"
 )
 
