@@ -11,7 +11,7 @@ import shlex
 from engdiag.analysis.facts import KV_HIGH_PCT, Facts, stalled
 from engdiag.analysis.verdict import Kind, MemoryKind, Step
 from engdiag.logs.events import Event, Failure, NcclWork, Signal
-from engdiag.logs.patterns.kernel import OOM_KILLED
+from engdiag.logs.patterns.kernel import killed_by_oom_killer
 from engdiag.timeouts import knobs
 from engdiag.timeouts.advice import capture_advice, probe_advice, recommend_command, timeout_advice
 
@@ -180,8 +180,7 @@ def _memory_steps(facts: Facts, sub_kind: MemoryKind | None) -> list[Step]:
 
 def _oom_killer(facts: Facts) -> bool:
     """Did the kernel's OOM killer wake, or report a process it killed?"""
-    return bool(facts.t.counts.get(Signal.HOST_OOM)) or any(
-        OOM_KILLED in (getattr(e.data, "name", None) or "") for e in facts.t.of(Signal.WORKER_DIED))
+    return bool(facts.t.counts.get(Signal.HOST_OOM)) or any(map(killed_by_oom_killer, facts.t.of(Signal.WORKER_DIED)))
 
 
 def ruled_out(facts: Facts, kind: Kind) -> list[str]:

@@ -46,6 +46,7 @@ from engdiag.analysis.facts import Facts
 from engdiag.analysis.timeline import Timeline
 from engdiag.analysis.verdict import Kind, Verdict
 from engdiag.logs.events import Event, Rendezvous, Signal
+from engdiag.logs.patterns.kernel import killed_by_oom_killer
 
 _HARD = (
     Signal.CUDA_OOM,
@@ -74,7 +75,7 @@ def root_fault(facts: Facts) -> Verdict | None:
         return None  # a step guard fired first: the collective timeouts after it are its consequences
     if root.signal is Signal.CUDA_OOM:
         return memory.oom(facts, root)
-    if root.signal is Signal.HOST_OOM or host_memory.killed_by_oom_killer(root):
+    if root.signal is Signal.HOST_OOM or killed_by_oom_killer(root):
         return host_memory.kernel_oom(facts, root)
     if root.signal is Signal.SHM_TOO_SMALL:
         return crashes.shm_too_small(facts)

@@ -20,15 +20,10 @@ from engdiag.analysis.draft import Draft
 from engdiag.analysis.facts import Facts
 from engdiag.analysis.verdict import Kind, MemoryKind, Role, Verdict
 from engdiag.logs.events import Event, Failure, Signal
-from engdiag.logs.patterns.kernel import OOM_KILLED
+from engdiag.logs.patterns.kernel import OOM_KILLED, killed_by_oom_killer
 
 _TRACE_LINES = 200
 """How far from the OOM killer's first line its report reaches (call trace, memory info, task list)."""
-
-
-def killed_by_oom_killer(event: Event) -> bool:
-    """A process death the kernel's OOM killer reported (its "Killed process" line)."""
-    return event.signal is Signal.WORKER_DIED and OOM_KILLED in (getattr(event.data, "name", None) or "")
 
 
 def _name(event: Event) -> str:

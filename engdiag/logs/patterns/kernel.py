@@ -10,12 +10,17 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from engdiag.logs.events import Failure, Payload, Signal
+from engdiag.logs.events import Event, Failure, Payload, Signal
 from engdiag.logs.patterns.base import Rule, _c
 
 OOM_KILLED = "killed by the kernel's OOM killer"
 """How a victim's name ends (``engdiag.analysis.host_memory`` tells it from other killed processes)."""
 
+
+
+def killed_by_oom_killer(event: Event) -> bool:
+    """A process death the kernel's OOM killer reported (its "Killed process" line, read by the rules below)."""
+    return event.signal is Signal.WORKER_DIED and OOM_KILLED in (getattr(event.data, "name", None) or "")
 
 
 def _victim(match: re.Match[str], text: str) -> Iterable[Payload]:
